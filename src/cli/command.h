@@ -1,0 +1,43 @@
+// Subcommand registration.
+//
+// Each subcommand lives in its own file `cmd_<name>.cc` in this directory: it parses flags with
+// CLI11 into a plain options struct and calls one library. It registers itself with
+// IX_REGISTER_COMMAND, so adding a subcommand never touches main.cc.
+//
+// Exit codes: 0 success; 1 the command ran and failed (invalid config, failed run, internal
+// error); 2 usage error (unknown command, bad flag). See kExit* below.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace ix::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+using RunFn = std::function<int()>;
+
+class CommandRegistry {
+ public:
+  virtual ~CommandRegistry() = default;
+  // Attach what runs when `app` is the innermost subcommand on the command line.
+  virtual void on_run(CLI::App* app, RunFn run) = 0;
+};
+
+using SetupFn = void (*)(CLI::App& root, CommandRegistry& registry);
+
+// Static registration; returns true so it can initialise a namespace-scope constant.
+bool register_command(std::string_view name, SetupFn setup);
+
+// Prints "ixbench: error: <message>" to stderr and returns kExitFailure.
+int report_error(const Error& error);
+
+}  // namespace ix::cli
+
+#define IX_REGISTER_COMMAND(name, setup) \
+  [[maybe_unused]] static const bool ix_command_registered_##name = ::ix::cli::register_command(#name, setup)

@@ -1,0 +1,127 @@
+// ixbench entry point: builds the CLI from registered subcommands, maps every failure to an exit
+// code (never an uncaught exception), and runs the selected subcommand.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/version.h"
+#include "common/log.h"
+
+namespace ix::cli {
+namespace {
+
+std::vector<std::pair<std::string, SetupFn>>& registered() {
+  static std::vector<std::pair<std::string, SetupFn>> commands;
+  return commands;
+}
+
+class Registry final : public CommandRegistry {
+ public:
+  void on_run(CLI::App* app, RunFn run) override { runs_[app] = std::move(run); }
+  const RunFn* find(CLI::App* app) const {
+    auto it = runs_.find(app);
+    return it == runs_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<CLI::App*, RunFn> runs_;
+};
+
+// The innermost subcommand the user selected, or nullptr.
+CLI::App* selected_leaf(CLI::App& app) {
+  CLI::App* current = &app;
+  while (true) {
+    auto subs = current->get_subcommands();
+    if (subs.empty()) return current == &app ? nullptr : current;
+    current = subs.front();
+  }
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "ixbench: error: %s (see 'ixbench --help')\n", message.c_str());
+  return kExitUsage;
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app("ixbench: continuous LLM-inference benchmark (InferenceX-compatible)", "ixbench");
+  app.set_version_flag("--version", fmt::format("ixbench {} (git {})", version_string(), git_hash()));
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "stderr log level: trace|debug|info|warn|error|off")->capture_default_str();
+  app.fallthrough();
+  app.require_subcommand(1);
+
+  Registry registry;
+  auto& commands = registered();
+  std::sort(commands.begin(), commands.end());
+  for (const auto& [name, setup] : commands) setup(app, registry);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    if (selected_leaf(app) == nullptr && argc > 1 && argv[1][0] != '-') {
+      return usage_error(fmt::format("unknown command '{}'", argv[1]));
+    }
+    return usage_error(e.what());
+  } catch (const CLI::RequiredError& e) {
+    if (selected_leaf(app) == nullptr) {
+      if (argc <= 1) {
+        std::fputs(app.help().c_str(), stdout);
+        return kExitUsage;
+      }
+      return usage_error("a command is required");
+    }
+    return usage_error(e.what());
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+
+  auto level = log::parse_level(log_level);
+  if (!level) return usage_error(level.error().message());
+  log::set_level(*level);
+
+  CLI::App* leaf = selected_leaf(app);
+  const RunFn* run = leaf ? registry.find(leaf) : nullptr;
+  if (run == nullptr) {
+    std::fputs((leaf ? leaf : &app)->help().c_str(), stderr);
+    return kExitUsage;
+  }
+  return (*run)();
+}
+
+}  // namespace
+
+bool register_command(std::string_view name, SetupFn setup) {
+  registered().emplace_back(std::string(name), setup);
+  return true;
+}
+
+int report_error(const Error& error) {
+  std::fprintf(stderr, "ixbench: error: %s\n", error.message().c_str());
+  return kExitFailure;
+}
+
+}  // namespace ix::cli
+
+int main(int argc, char** argv) {
+  try {
+    return ix::cli::run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ixbench: internal error: %s\n", e.what());
+    return ix::cli::kExitFailure;
+  } catch (...) {
+    std::fprintf(stderr, "ixbench: internal error: unknown exception\n");
+    return ix::cli::kExitFailure;
+  }
+}

@@ -1,0 +1,71 @@
+// The real ixbench binary: help, version, and the exit-code contract
+// (0 ok, 1 failure, 2 usage error; never a crash).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/subprocess.h"
+
+namespace ix::testing {
+namespace {
+
+size_t count_lines(const std::string& text) {
+  size_t lines = 0;
+  for (char c : text) lines += (c == '\n');
+  return lines;
+}
+
+TEST(Cli, HelpListsUsageAndExitsZero) {
+  auto result = run_ixbench({"--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("ixbench"), std::string::npos);
+  EXPECT_NE(result.out.find("--log-level"), std::string::npos);
+}
+
+TEST(Cli, VersionPrintsVersionAndGitHash) {
+  auto result = run_ixbench({"--version"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("ixbench 0."), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("(git "), std::string::npos) << result.out;
+}
+
+TEST(Cli, UnknownCommandIsOneLineUsageError) {
+  auto result = run_ixbench({"frobnicate"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find("unknown command 'frobnicate'"), std::string::npos) << result.err;
+}
+
+TEST(Cli, UnknownFlagIsOneLineUsageError) {
+  auto result = run_ixbench({"--no-such-flag"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find("--no-such-flag"), std::string::npos) << result.err;
+}
+
+TEST(Cli, MissingCommandIsUsageError) {
+  auto result = run_ixbench({"--log-level", "debug"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find("a command is required"), std::string::npos) << result.err;
+}
+
+TEST(Cli, NoArgumentsPrintsHelpAndUsageExit) {
+  auto result = run_ixbench({});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.out.find("Usage"), std::string::npos) << result.out;
+}
+
+TEST(Cli, GarbageArgumentsNeverCrash) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--"}, {"-"}, {"--log-level"}, {"--version=3"}, {std::string(10000, 'x')}, {"\xff\xfe"}, {"-h", "-h"},
+  };
+  for (const auto& args : cases) {
+    auto result = run_ixbench(args);
+    EXPECT_EQ(result.signal, 0) << args.front();
+    EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 2) << args.front() << " -> " << result.exit_code;
+  }
+}
+
+}  // namespace
+}  // namespace ix::testing

@@ -1,0 +1,32 @@
+// Run a program to completion (or a timeout) and capture its exit status, stdout and stderr.
+// Used by integration tests to drive the real `ixbench` binary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ix::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // exit status, or -1 if killed by a signal / timed out
+  int signal = 0;      // terminating signal, 0 if none
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// argv[0] is the program path. `input` is written to stdin, then stdin is closed.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "", double timeout_s = 60.0);
+
+// Runs the ixbench binary built alongside the tests with the given arguments.
+ProcessResult run_ixbench(const std::vector<std::string>& args, const std::string& input = "", double timeout_s = 60.0);
+
+// Path under the project's source tree.
+std::string source_path(const std::string& relative);
+
+// ../shared/<relative> beside the project, or under $IXBENCH_SHARED_DIR when set. Returns an
+// empty string when it does not exist; tests then GTEST_SKIP with shared_missing_message().
+std::string shared_path(const std::string& relative);
+std::string shared_missing_message(const std::string& relative);
+
+}  // namespace ix::testing

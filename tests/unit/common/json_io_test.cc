@@ -1,0 +1,82 @@
+#include "common/json_io.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+
+namespace ix::json {
+namespace {
+
+TEST(JsonIo, ParseReportsLineAndColumn) {
+  auto bad = parse("{\n  \"a\": 1,\n  \"b\": ]\n}", "x.json");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), ErrorCode::kParse);
+  EXPECT_NE(bad.error().message().find("x.json:3:"), std::string::npos) << bad.error().message();
+}
+
+TEST(JsonIo, TruncatedInputIsAnErrorNotACrash) {
+  std::string text = R"({"model": "m", "values": [1, 2, 3], "nested": {"k": "v"}})";
+  for (size_t length = 0; length < text.size(); ++length) {
+    auto result = parse(text.substr(0, length));
+    EXPECT_FALSE(result.has_value()) << length;
+  }
+  EXPECT_TRUE(parse(text).has_value());
+}
+
+TEST(JsonIo, CompactFormMatchesPythonJsonDumps) {
+  boost::json::object object;
+  object["image"] = "x:y";
+  object["tp"] = 8;
+  object["dp-attn"] = false;
+  object["ratio"] = 0.1;
+  object["whole"] = 2.0;
+  object["big"] = 1e20;
+  object["tiny"] = 1e-5;
+  object["list"] = boost::json::array{1, 2};
+  object["none"] = nullptr;
+  object["nan"] = std::nan("");
+  EXPECT_EQ(to_string(object),
+            R"({"image": "x:y", "tp": 8, "dp-attn": false, "ratio": 0.1, "whole": 2.0, "big": 1e+20, )"
+            R"("tiny": 1e-05, "list": [1, 2], "none": null, "nan": null})");
+}
+
+TEST(JsonIo, PrettyFormIsIndented) {
+  boost::json::object object;
+  object["a"] = boost::json::array{1, "x"};
+  object["b"] = boost::json::object{};
+  EXPECT_EQ(to_pretty_string(object), "{\n  \"a\": [\n    1,\n    \"x\"\n  ],\n  \"b\": {}\n}\n");
+}
+
+TEST(JsonIo, WriteThenReadRoundTrips) {
+  auto dir = std::filesystem::temp_directory_path() / "ixbench_json_io_test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / "out.json";
+  boost::json::object object{{"k", 1.5}};
+  ASSERT_TRUE(write_file(path, to_pretty_string(object)).has_value());
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.json.tmp"));
+  auto back = read_file(path);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->at("k").as_double(), 1.5);
+  std::filesystem::remove_all(dir);
+  auto missing = read_file(dir / "nope.json");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+}
+
+TEST(JsonIo, TypedFieldsNameTheField) {
+  auto value = parse(R"({"n": 3, "s": "x", "b": true, "f": 1.5})").value();
+  const auto& object = value.as_object();
+  EXPECT_EQ(get_int(object, "n").value(), 3);
+  EXPECT_EQ(get_string(object, "s").value(), "x");
+  EXPECT_TRUE(get_bool(object, "b").value());
+  EXPECT_EQ(get_number(object, "f").value(), 1.5);
+  EXPECT_EQ(get_number(object, "n").value(), 3.0);
+  EXPECT_EQ(get_int(object, "s").error().message(), "field 's' must be an integer");
+  EXPECT_EQ(get_string(object, "missing").error().message(), "missing field 'missing'");
+  EXPECT_FALSE(get_int(object, "f").has_value());
+}
+
+}  // namespace
+}  // namespace ix::json
