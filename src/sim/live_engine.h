@@ -1,0 +1,74 @@
+// The simulator engine as the HTTP front (`ixbench sim serve`) sees it: requests in, timed token
+// events out, on the wall clock. The front never sees the scheduler or cost model, and the core
+// never sees JSON or sockets.
+//
+// Thread-safety: every method may be called from any thread. Sinks are invoked on the engine's
+// own thread, at (or just after) the wall-clock time the engine model says the tokens are
+// produced; a sink must not block (post to the connection's executor and return).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::sim {
+
+struct GenerationRequest {
+  // The exact prompt tokens. Prefix caching keys full KV blocks by hash(parent, block tokens).
+  std::vector<int32_t> prompt_token_ids;
+  int32_t max_tokens = 16;
+  // When false the engine may finish before max_tokens (a seeded "natural" EOS length).
+  bool ignore_eos = false;
+  // Routing hint for data-parallel attention (session-sticky); nullopt = least loaded.
+  std::optional<uint64_t> session_id;
+};
+
+enum class FinishReason { kNone, kLength, kStop, kAbort };
+
+struct TokenEvent {
+  uint64_t request_id = 0;
+  int64_t time_ns = 0;                 // engine time of the event (steady clock)
+  int32_t new_tokens = 0;              // tokens produced by this step (> 1 with speculative decoding)
+  int32_t total_output_tokens = 0;     // tokens produced so far for this request
+  int32_t prompt_tokens = 0;
+  int32_t cached_prompt_tokens = 0;    // prefix-cache hit, known from the first event on
+  FinishReason finish = FinishReason::kNone;  // != kNone on the last event of the request
+};
+
+// Counters and gauges for /metrics (vLLM names are applied by the front).
+struct EngineMetrics {
+  int64_t num_requests_running = 0;
+  int64_t num_requests_waiting = 0;
+  double kv_cache_usage_perc = 0.0;    // 0..1
+  int64_t prefix_cache_queries = 0;    // tokens looked up
+  int64_t prefix_cache_hits = 0;       // tokens found
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t spec_decode_num_draft_tokens = 0;
+  int64_t spec_decode_num_accepted_tokens = 0;
+  int64_t spec_decode_num_drafts = 0;
+  int64_t num_preemptions = 0;
+  int64_t request_success_total = 0;
+};
+
+class LiveEngine {
+ public:
+  using Sink = std::function<void(const TokenEvent&)>;
+  virtual ~LiveEngine() = default;
+
+  // Queues a request; its events (first token, every step, the final one) go to `sink`.
+  // Returns the request id, or an error (e.g. prompt longer than the context window).
+  virtual Result<uint64_t> submit(GenerationRequest request, Sink sink) = 0;
+  // Aborts a request (client disconnected): frees its KV; no further events are delivered.
+  virtual void cancel(uint64_t request_id) = 0;
+  virtual EngineMetrics metrics() const = 0;
+  // Context window (max prompt + output tokens) of the served configuration.
+  virtual int32_t max_model_len() const = 0;
+};
+
+}  // namespace ix::sim
