@@ -34,6 +34,10 @@ using SetupFn = void (*)(CLI::App& root, CommandRegistry& registry);
 // Static registration; returns true so it can initialise a namespace-scope constant.
 bool register_command(std::string_view name, SetupFn setup);
 
+// A command group shared by several files (e.g. `sim` holds `serve` and `predict`, each in its own
+// cmd_ file): returns the existing subcommand `name` of `parent`, or adds it.
+CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std::string& description);
+
 // Prints "ixbench: error: <message>" to stderr and returns kExitFailure.
 int report_error(const Error& error);
 

@@ -107,6 +107,15 @@ bool register_command(std::string_view name, SetupFn setup) {
   return true;
 }
 
+CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std::string& description) {
+  for (CLI::App* sub : parent.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == name) return sub;
+  }
+  CLI::App* group = parent.add_subcommand(name, description);
+  group->require_subcommand(1);
+  return group;
+}
+
 int report_error(const Error& error) {
   std::fprintf(stderr, "ixbench: error: %s\n", error.message().c_str());
   return kExitFailure;
