@@ -54,7 +54,6 @@ int run_main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "stderr log level: trace|debug|info|warn|error|off")->capture_default_str();
   app.fallthrough();
-  app.require_subcommand(1);
 
   Registry registry;
   auto& commands = registered();
@@ -70,17 +69,11 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    if (selected_leaf(app) == nullptr && argc > 1 && argv[1][0] != '-') {
-      return usage_error(fmt::format("unknown command '{}'", argv[1]));
-    }
-    return usage_error(e.what());
-  } catch (const CLI::RequiredError& e) {
     if (selected_leaf(app) == nullptr) {
-      if (argc <= 1) {
-        std::fputs(app.help().c_str(), stdout);
-        return kExitUsage;
+      for (int index = 1; index < argc; ++index) {
+        std::string arg = argv[index];
+        if (!arg.empty() && arg[0] != '-') return usage_error(fmt::format("unknown command '{}'", arg));
       }
-      return usage_error("a command is required");
     }
     return usage_error(e.what());
   } catch (const CLI::ParseError& e) {
@@ -92,9 +85,17 @@ int run_main(int argc, char** argv) {
   log::set_level(*level);
 
   CLI::App* leaf = selected_leaf(app);
-  const RunFn* run = leaf ? registry.find(leaf) : nullptr;
+  if (leaf == nullptr) {
+    if (argc <= 1) {
+      std::fputs(app.help().c_str(), stdout);
+      return kExitUsage;
+    }
+    return usage_error("a command is required");
+  }
+  const RunFn* run = registry.find(leaf);
   if (run == nullptr) {
-    std::fputs((leaf ? leaf : &app)->help().c_str(), stderr);
+    // A command group (`ixbench sim`) without its subcommand.
+    std::fputs(leaf->help().c_str(), stderr);
     return kExitUsage;
   }
   return (*run)();
@@ -111,9 +112,7 @@ CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std
   for (CLI::App* sub : parent.get_subcommands([](CLI::App*) { return true; })) {
     if (sub->get_name() == name) return sub;
   }
-  CLI::App* group = parent.add_subcommand(name, description);
-  group->require_subcommand(1);
-  return group;
+  return parent.add_subcommand(name, description);
 }
 
 int report_error(const Error& error) {

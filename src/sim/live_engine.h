@@ -32,11 +32,11 @@ enum class FinishReason { kNone, kLength, kStop, kAbort };
 
 struct TokenEvent {
   uint64_t request_id = 0;
-  int64_t time_ns = 0;                 // engine time of the event (steady clock)
-  int32_t new_tokens = 0;              // tokens produced by this step (> 1 with speculative decoding)
-  int32_t total_output_tokens = 0;     // tokens produced so far for this request
+  int64_t time_ns = 0;              // engine time of the event (steady clock)
+  int32_t new_tokens = 0;           // tokens produced by this step (> 1 with speculative decoding)
+  int32_t total_output_tokens = 0;  // tokens produced so far for this request
   int32_t prompt_tokens = 0;
-  int32_t cached_prompt_tokens = 0;    // prefix-cache hit, known from the first event on
+  int32_t cached_prompt_tokens = 0;           // prefix-cache hit, known from the first event on
   FinishReason finish = FinishReason::kNone;  // != kNone on the last event of the request
 };
 
@@ -44,9 +44,9 @@ struct TokenEvent {
 struct EngineMetrics {
   int64_t num_requests_running = 0;
   int64_t num_requests_waiting = 0;
-  double kv_cache_usage_perc = 0.0;    // 0..1
-  int64_t prefix_cache_queries = 0;    // tokens looked up
-  int64_t prefix_cache_hits = 0;       // tokens found
+  double kv_cache_usage_perc = 0.0;  // 0..1
+  int64_t prefix_cache_queries = 0;  // tokens looked up
+  int64_t prefix_cache_hits = 0;     // tokens found
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t spec_decode_num_draft_tokens = 0;
