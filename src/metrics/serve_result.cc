@@ -1,0 +1,333 @@
+#include "metrics/serve_result.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "metrics/statistics.h"
+
+namespace ix::metrics {
+
+std::string_view error_kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kNone: return "none";
+    case ErrorKind::kConnect: return "connect";
+    case ErrorKind::kHttpStatus: return "http_status";
+    case ErrorKind::kTimeout: return "timeout";
+    case ErrorKind::kReset: return "reset";
+    case ErrorKind::kTruncated: return "truncated";
+    case ErrorKind::kMalformed: return "malformed";
+    case ErrorKind::kServerError: return "server_error";
+    case ErrorKind::kCancelled: return "cancelled";
+    case ErrorKind::kOther: return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+double seconds_between(int64_t from_ns, int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) / kNsPerS;
+}
+
+// vLLM's metric display order; --percentile-metrics only selects among them.
+struct MetricName {
+  const char* key;
+  const char* display;
+  const char* header;
+};
+constexpr MetricName kVllmMetrics[] = {
+    {"ttft", "TTFT", "Time to First Token"},
+    {"tpot", "TPOT", "Time per Output Token (excl. 1st token)"},
+    {"itl", "ITL", "Inter-token Latency"},
+    {"e2el", "E2EL", "End-to-end Latency"},
+};
+
+bool selected(const std::vector<std::string>& list, std::string_view name) {
+  for (const auto& item : list) {
+    if (item == name) return true;
+  }
+  return false;
+}
+
+// mean_/median_/std_/p{P}_<name><suffix> keys, statistics on seconds then ×1000 as vLLM does.
+void put_stats(boost::json::object& out, std::string_view name, std::span<const double> values,
+               std::span<const double> percentiles, double scale, std::string_view suffix) {
+  const Summary s = summarize(values, percentiles, scale);
+  out[fmt::format("mean_{}{}", name, suffix)] = s.mean;
+  out[fmt::format("median_{}{}", name, suffix)] = s.median;
+  out[fmt::format("std_{}{}", name, suffix)] = s.std_dev;
+  for (const auto& [p, value] : s.percentiles) out[fmt::format("p{}_{}{}", percentile_label(p), name, suffix)] = value;
+}
+
+}  // namespace
+
+boost::json::object build_serve_result(const std::vector<RequestRecord>& records, const ServeRunInfo& info) {
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els;
+  std::vector<double> queue, sched_ttft, sched_e2el, token_itl, tokens_per_chunk;
+  boost::json::array input_lens, output_lens, scheduled_offsets;
+  int64_t completed = 0, failed = 0, warmups = 0;
+  int64_t total_input = 0, total_output = 0;
+  std::map<std::string, int64_t> error_counts;
+  std::map<std::string, std::string> error_examples;
+  int64_t mismatch_requests = 0, compared_requests = 0, server_tokens = 0, client_tokens = 0;
+
+  for (const RequestRecord& r : records) {
+    if (r.warmup) {
+      ++warmups;
+      continue;
+    }
+    input_lens.emplace_back(r.prompt_len);
+    scheduled_offsets.emplace_back(static_cast<double>(r.scheduled_ns - info.start_ns) / 1e6);
+    if (!r.success) {
+      ++failed;
+      output_lens.emplace_back(0);
+      const std::string kind(error_kind_name(r.error_kind));
+      ++error_counts[kind];
+      if (!error_examples.contains(kind)) error_examples[kind] = r.error_message;
+      continue;
+    }
+    ++completed;
+    const int64_t output_len = r.output_len;
+    output_lens.emplace_back(output_len);
+    total_input += r.prompt_len;
+    total_output += output_len;
+
+    const double ttft = r.first_token_ns ? seconds_between(r.send_ns, r.first_token_ns) : 0.0;
+    const int64_t last_ns = r.content_event_ns.empty() ? r.end_ns : r.content_event_ns.back();
+    const double e2el = seconds_between(r.send_ns, last_ns);
+    double tpot = 0.0;
+    if (output_len > 1) {
+      tpot = (e2el - ttft) / static_cast<double>(output_len - 1);
+      tpots.push_back(tpot);
+    }
+    all_tpots.push_back(tpot);
+    ttfts.push_back(ttft);
+    e2els.push_back(e2el);
+    for (size_t i = 1; i < r.content_event_ns.size(); ++i) {
+      const double gap = seconds_between(r.content_event_ns[i - 1], r.content_event_ns[i]);
+      itls.push_back(gap);
+      const int32_t k = i < r.tokens_per_event.size() ? std::max<int32_t>(r.tokens_per_event[i], 1) : 1;
+      for (int32_t j = 0; j < k; ++j) token_itl.push_back(gap / k);
+    }
+    for (size_t i = 0; i < r.content_event_ns.size(); ++i) {
+      tokens_per_chunk.push_back(i < r.tokens_per_event.size() ? r.tokens_per_event[i] : 1);
+    }
+    queue.push_back(seconds_between(r.scheduled_ns, r.send_ns));
+    sched_ttft.push_back(r.first_token_ns ? seconds_between(r.scheduled_ns, r.first_token_ns) : 0.0);
+    sched_e2el.push_back(seconds_between(r.scheduled_ns, last_ns));
+    if (r.server_output_tokens >= 0 && r.client_output_tokens >= 0) {
+      ++compared_requests;
+      server_tokens += r.server_output_tokens;
+      client_tokens += r.client_output_tokens;
+      if (r.server_output_tokens != r.client_output_tokens) ++mismatch_requests;
+    }
+  }
+
+  const double duration = seconds_between(info.start_ns, info.end_ns);
+  auto per_s = [duration](double x) { return duration > 0 ? x / duration : 0.0; };
+
+  int64_t good = 0;
+  if (!info.goodput_slo_ms.empty()) {
+    for (size_t i = 0; i < ttfts.size(); ++i) {
+      bool ok = true;
+      for (const auto& [metric, slo_ms] : info.goodput_slo_ms) {
+        const double slo_s = slo_ms / 1000.0;
+        const double value = metric == "ttft" ? ttfts[i] : metric == "tpot" ? all_tpots[i] : e2els[i];
+        ok = ok && slo_s >= value;
+      }
+      if (ok) ++good;
+    }
+  }
+  const boost::json::value goodput =
+      info.goodput_slo_ms.empty() ? boost::json::value(nullptr) : boost::json::value(per_s(static_cast<double>(good)));
+
+  boost::json::object out;
+  out["date"] = info.date;
+  out["backend"] = info.backend;
+  out["model_id"] = info.model_id;
+  out["tokenizer_id"] = info.tokenizer_id;
+  out["best_of"] = info.best_of;
+  out["num_prompts"] = info.num_prompts;
+  if (std::isinf(info.request_rate)) {
+    out["request_rate"] = "inf";
+  } else {
+    out["request_rate"] = info.request_rate;
+  }
+  out["burstiness"] = info.burstiness;
+  if (info.max_concurrency) {
+    out["max_concurrency"] = *info.max_concurrency;
+  } else {
+    out["max_concurrency"] = nullptr;
+  }
+  out["duration"] = duration;
+  out["benchmark_start_time_unix"] = info.start_unix_s;
+  out["benchmark_end_time_unix"] = info.end_unix_s;
+  out["completed"] = completed;
+  out["failed"] = failed;
+  out["total_input_tokens"] = total_input;
+  out["total_output_tokens"] = total_output;
+  out["request_throughput"] = per_s(static_cast<double>(completed));
+  out["request_goodput:"] = goodput;
+  out["output_throughput"] = per_s(static_cast<double>(total_output));
+  out["total_token_throughput"] = per_s(static_cast<double>(total_input + total_output));
+  out["input_lens"] = std::move(input_lens);
+  out["output_lens"] = std::move(output_lens);
+
+  const std::span<const double> ps = info.metric_percentiles;
+  for (const MetricName& m : kVllmMetrics) {
+    if (!selected(info.percentile_metrics, m.key)) continue;
+    const std::string_view key = m.key;
+    const std::vector<double>& values = key == "ttft" ? ttfts : key == "tpot" ? tpots : key == "itl" ? itls : e2els;
+    put_stats(out, key, values, ps, 1000.0, "_ms");
+  }
+
+  // ixbench extras.
+  out["request_goodput"] = goodput;
+  out["num_warmups_excluded"] = warmups;
+  const int64_t measured = completed + failed;
+  out["error_rate"] = measured ? static_cast<double>(failed) / static_cast<double>(measured) : 0.0;
+  boost::json::object errors, examples;
+  for (const auto& [kind, n] : error_counts) errors[kind] = n;
+  for (const auto& [kind, msg] : error_examples) examples[kind] = msg;
+  out["errors"] = std::move(errors);
+  out["error_examples"] = std::move(examples);
+  put_stats(out, "queue", queue, ps, 1000.0, "_ms");
+  put_stats(out, "sched_ttft", sched_ttft, ps, 1000.0, "_ms");
+  put_stats(out, "sched_e2el", sched_e2el, ps, 1000.0, "_ms");
+  put_stats(out, "token_itl", token_itl, ps, 1000.0, "_ms");
+  {
+    const Summary s = summarize(tokens_per_chunk, {}, 1.0);
+    out["mean_tokens_per_chunk"] = s.mean;
+    out["median_tokens_per_chunk"] = s.median;
+    out["max_tokens_per_chunk"] = s.max;
+  }
+  out["output_token_mismatch"] = boost::json::object{
+      {"compared_requests", compared_requests},
+      {"mismatched_requests", mismatch_requests},
+      {"server_output_tokens", server_tokens},
+      {"client_output_tokens", client_tokens},
+  };
+  out["scheduled_offsets_ms"] = std::move(scheduled_offsets);
+
+  boost::json::array reasons;
+  if (info.client) {
+    const ClientHealth& c = *info.client;
+    out["client"] = boost::json::object{
+        {"event_loop_lag_p50_ms", c.event_loop_lag_p50_ms},
+        {"event_loop_lag_p99_ms", c.event_loop_lag_p99_ms},
+        {"event_loop_lag_max_ms", c.event_loop_lag_max_ms},
+        {"cpu_utilization", c.cpu_utilization},
+        {"worker_threads", c.worker_threads},
+        {"saturated", c.saturated},
+    };
+    if (c.saturated) reasons.emplace_back(fmt::format("client saturated: {}", c.reason));
+  }
+  for (const auto& [key, value] : info.extra) {
+    if (key == "invalid_reasons" && value.is_array()) {
+      for (const auto& v : value.as_array()) reasons.push_back(v);
+    }
+  }
+  out["run_valid"] = reasons.empty();
+  out["invalid_reasons"] = std::move(reasons);
+  for (const auto& [key, value] : info.extra) {
+    if (key != "invalid_reasons") out[key] = value;
+  }
+  return out;
+}
+
+boost::json::object request_record_to_json(const RequestRecord& r, int64_t origin_ns) {
+  auto ms = [origin_ns](int64_t t) -> boost::json::value {
+    if (t == 0) return nullptr;
+    return static_cast<double>(t - origin_ns) / 1e6;
+  };
+  boost::json::array events;
+  events.reserve(r.content_event_ns.size());
+  for (int64_t t : r.content_event_ns) events.emplace_back(static_cast<double>(t - origin_ns) / 1e6);
+  boost::json::array tokens;
+  tokens.reserve(r.tokens_per_event.size());
+  for (int32_t k : r.tokens_per_event) tokens.emplace_back(k);
+  boost::json::object o;
+  o["index"] = r.index;
+  o["warmup"] = r.warmup;
+  o["success"] = r.success;
+  o["error_kind"] = error_kind_name(r.error_kind);
+  o["error"] = r.error_message;
+  o["http_status"] = r.http_status;
+  o["prompt_len"] = r.prompt_len;
+  o["output_len"] = r.output_len;
+  o["expected_output_len"] = r.expected_output_len;
+  o["server_output_tokens"] = r.server_output_tokens;
+  o["client_output_tokens"] = r.client_output_tokens;
+  o["scheduled_ms"] = ms(r.scheduled_ns);
+  o["send_ms"] = ms(r.send_ns);
+  o["first_byte_ms"] = ms(r.first_byte_ns);
+  o["first_token_ms"] = ms(r.first_token_ns);
+  o["end_ms"] = ms(r.end_ns);
+  o["content_event_ms"] = std::move(events);
+  o["tokens_per_event"] = std::move(tokens);
+  return o;
+}
+
+std::string format_serve_summary(const boost::json::object& result) {
+  auto num = [&](std::string_view key) -> double {
+    const auto* v = result.if_contains(key);
+    if (!v) return 0.0;
+    if (v->is_double()) return v->as_double();
+    if (v->is_int64()) return static_cast<double>(v->as_int64());
+    return 0.0;
+  };
+  auto has = [&](std::string_view key) { return result.if_contains(key) && !result.at(key).is_null(); };
+  std::string out;
+  auto line_i = [&](std::string_view label, int64_t v) { out += fmt::format("{:<40} {:<10}\n", label, v); };
+  auto line_f = [&](std::string_view label, double v) { out += fmt::format("{:<40} {:<10.2f}\n", label, v); };
+  out += fmt::format("{:=^50}\n", " Serving Benchmark Result ");
+  line_i("Successful requests:", static_cast<int64_t>(num("completed")));
+  line_i("Failed requests:", static_cast<int64_t>(num("failed")));
+  if (has("max_concurrency")) line_i("Maximum request concurrency:", static_cast<int64_t>(num("max_concurrency")));
+  if (has("request_rate") && result.at("request_rate").is_number()) {
+    line_f("Request rate configured (RPS):", num("request_rate"));
+  }
+  line_f("Benchmark duration (s):", num("duration"));
+  line_i("Total input tokens:", static_cast<int64_t>(num("total_input_tokens")));
+  line_i("Total generated tokens:", static_cast<int64_t>(num("total_output_tokens")));
+  line_f("Request throughput (req/s):", num("request_throughput"));
+  if (has("request_goodput")) line_f("Request goodput (req/s):", num("request_goodput"));
+  line_f("Output token throughput (tok/s):", num("output_throughput"));
+  line_f("Total Token throughput (tok/s):", num("total_token_throughput"));
+  for (const MetricName& m : kVllmMetrics) {
+    if (!result.contains(fmt::format("mean_{}_ms", m.key))) continue;
+    out += fmt::format("{:-^50}\n", m.header);
+    line_f(fmt::format("Mean {} (ms):", m.display), num(fmt::format("mean_{}_ms", m.key)));
+    line_f(fmt::format("Median {} (ms):", m.display), num(fmt::format("median_{}_ms", m.key)));
+    const std::string suffix = fmt::format("_{}_ms", m.key);
+    for (const auto& [key, value] : result) {
+      const std::string_view k = key;
+      if (k.size() > suffix.size() && k.front() == 'p' && k.ends_with(suffix) &&
+          k.find('_') == k.size() - suffix.size()) {
+        const std::string_view p = k.substr(1, k.size() - 1 - suffix.size());
+        line_f(fmt::format("P{} {} (ms):", p, m.display), value.is_double() ? value.as_double() : 0.0);
+      }
+    }
+  }
+  if (has("mean_sched_ttft_ms")) {
+    out += fmt::format("{:-^50}\n", "Client-side view (ixbench)");
+    line_f("Mean queue time (ms):", num("mean_queue_ms"));
+    line_f("P99 TTFT from scheduled (ms):", num("p99_sched_ttft_ms"));
+    line_f("Mean tokens per chunk:", num("mean_tokens_per_chunk"));
+  }
+  if (const auto* v = result.if_contains("run_valid"); v && v->is_bool() && !v->as_bool()) {
+    out += "RUN INVALID:";
+    for (const auto& reason : result.at("invalid_reasons").as_array()) {
+      out += fmt::format(" {};", std::string_view(reason.as_string()));
+    }
+    out += "\n";
+  }
+  out += fmt::format("{:=^50}\n", "");
+  return out;
+}
+
+}  // namespace ix::metrics

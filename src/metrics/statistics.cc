@@ -1,0 +1,209 @@
+#include "metrics/statistics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace ix::metrics {
+namespace {
+
+// numpy/_core/src/umath/loops_utils.h.src, DOUBLE_pairwise_sum: the exact association order
+// numpy uses, so sums (and therefore means and std) round identically.
+double pairwise_sum_impl(const double* a, size_t n) {
+  constexpr size_t kBlock = 128;
+  if (n < 8) {
+    double res = 0.0;
+    for (size_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= kBlock) {
+    double r[8];
+    for (size_t j = 0; j < 8; ++j) r[j] = a[j];
+    size_t i = 8;
+    for (; i < n - (n % 8); i += 8) {
+      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+    }
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pairwise_sum_impl(a, n2) + pairwise_sum_impl(a + n2, n - n2);
+}
+
+// numpy's _lerp: a + (b-a)·t for t < 0.5, b − (b−a)·(1−t) otherwise (exact at both ends).
+double numpy_lerp(double a, double b, double t) {
+  const double diff = b - a;
+  if (t >= 0.5) return b - diff * (1.0 - t);
+  return a + diff * t;
+}
+
+}  // namespace
+
+double pairwise_sum(std::span<const double> values) {
+  // The reduction starts from add's identity 0.0 and adds the pairwise sum of the whole array.
+  return 0.0 + pairwise_sum_impl(values.data(), values.size());
+}
+
+double mean(std::span<const double> values) {
+  if (values.empty()) return 0.0;
+  return pairwise_sum(values) / static_cast<double>(values.size());
+}
+
+double std_dev(std::span<const double> values) {
+  if (values.empty()) return 0.0;
+  const double n = static_cast<double>(values.size());
+  const double m = pairwise_sum(values) / n;
+  std::vector<double> sq(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double d = values[i] - m;
+    sq[i] = d * d;
+  }
+  return std::sqrt(pairwise_sum(sq) / n);
+}
+
+static double median_sorted(std::span<const double> sorted) {
+  const size_t n = sorted.size();
+  if (n == 0) return 0.0;
+  if (n % 2 == 1) return sorted[n / 2];
+  // np.median takes np.mean of the two middle elements: (0 + a + b) / 2.
+  return (0.0 + sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+double median(std::span<const double> values) {
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  return median_sorted(sorted);
+}
+
+double percentile_sorted(std::span<const double> sorted, double p) {
+  const size_t n = sorted.size();
+  if (n == 0) return 0.0;
+  const double q = p / 100.0;
+  const double virtual_index = static_cast<double>(n - 1) * q;
+  if (virtual_index >= static_cast<double>(n - 1)) return sorted[n - 1];
+  if (virtual_index < 0.0) return sorted[0];
+  const double previous = std::floor(virtual_index);
+  const size_t lo = static_cast<size_t>(previous);
+  const double gamma = virtual_index - previous;
+  return numpy_lerp(sorted[lo], sorted[lo + 1], gamma);
+}
+
+double percentile(std::span<const double> values, double p) {
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  return percentile_sorted(sorted, p);
+}
+
+std::string percentile_label(double p) {
+  // vLLM: str(int(p)) if int(p) == p else str(p); Python's str(float) is the shortest repr,
+  // which fmt's "{}" also produces.
+  if (p == std::floor(p) && std::abs(p) < 1e15) return fmt::format("{}", static_cast<int64_t>(p));
+  return fmt::format("{}", p);
+}
+
+Summary summarize(std::span<const double> values, std::span<const double> percentiles, double scale) {
+  Summary s;
+  s.count = static_cast<int64_t>(values.size());
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  s.mean = mean(values) * scale;
+  s.std_dev = std_dev(values) * scale;
+  s.median = median_sorted(sorted) * scale;
+  s.min = sorted.empty() ? 0.0 : sorted.front() * scale;
+  s.max = sorted.empty() ? 0.0 : sorted.back() * scale;
+  for (double p : percentiles) s.percentiles.emplace_back(p, percentile_sorted(sorted, p) * scale);
+  return s;
+}
+
+void SampleRecorder::merge(const SampleRecorder& other) {
+  values_.insert(values_.end(), other.values_.begin(), other.values_.end());
+}
+
+Summary SampleRecorder::summarize(std::span<const double> percentiles, double scale) const {
+  return metrics::summarize(values_, percentiles, scale);
+}
+
+void RunningStats::add(double value) {
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  ++count_;
+  const double delta = value - mean_;
+  mean_ += delta / static_cast<double>(count_);
+  m2_ += delta * (value - mean_);
+}
+
+void RunningStats::merge(const RunningStats& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    *this = other;
+    return;
+  }
+  const double na = static_cast<double>(count_);
+  const double nb = static_cast<double>(other.count_);
+  const double n = na + nb;
+  const double delta = other.mean_ - mean_;
+  mean_ += delta * nb / n;
+  m2_ += other.m2_ + delta * delta * na * nb / n;
+  count_ += other.count_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
+}
+
+double RunningStats::std_dev() const {
+  return std::sqrt(variance());
+}
+
+namespace {
+constexpr int kSub = 1 << 6;
+
+size_t bucket_index(int64_t value) {
+  if (value < kSub) return static_cast<size_t>(std::max<int64_t>(value, 0));
+  const int e = 63 - std::countl_zero(static_cast<uint64_t>(value));
+  const int64_t sub = (value >> (e - 6)) & (kSub - 1);
+  return static_cast<size_t>((e - 5) * kSub + sub);
+}
+
+int64_t bucket_upper(size_t index) {
+  if (index < static_cast<size_t>(kSub)) return static_cast<int64_t>(index);
+  const int e = static_cast<int>(index / kSub) + 5;
+  const int64_t sub = static_cast<int64_t>(index % kSub);
+  const int64_t lower = (kSub + sub) << (e - 6);
+  return lower + (int64_t{1} << (e - 6)) - 1;
+}
+}  // namespace
+
+LogHistogram::LogHistogram() : buckets_(static_cast<size_t>((63 - 5) * kSub), 0) {}
+
+void LogHistogram::add(int64_t value) {
+  ++buckets_[bucket_index(value)];
+  ++count_;
+  max_ = std::max(max_, value);
+}
+
+void LogHistogram::merge(const LogHistogram& other) {
+  for (size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += other.buckets_[i];
+  count_ += other.count_;
+  max_ = std::max(max_, other.max_);
+}
+
+int64_t LogHistogram::percentile(double p) const {
+  if (count_ == 0) return 0;
+  auto rank = static_cast<int64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  rank = std::clamp<int64_t>(rank, 1, count_);
+  int64_t seen = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= rank) return std::min(bucket_upper(i), max_);
+  }
+  return max_;
+}
+
+}  // namespace ix::metrics

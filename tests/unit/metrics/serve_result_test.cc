@@ -1,0 +1,209 @@
+#include "metrics/serve_result.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "common/json_io.h"
+#include "support/subprocess.h"
+
+namespace ix::metrics {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// A request sent at `send_ms`, first token after ttft_ms, then `n - 1` tokens every itl_ms.
+RequestRecord timed_request(int64_t index, int64_t send_ms, int64_t ttft_ms, int64_t itl_ms, int n) {
+  RequestRecord r;
+  r.index = index;
+  r.success = true;
+  r.prompt_len = 100 + index;
+  r.output_len = n;
+  r.server_output_tokens = n;
+  r.expected_output_len = n;
+  r.scheduled_ns = send_ms * kMs;
+  r.send_ns = send_ms * kMs;
+  r.first_byte_ns = r.send_ns + ttft_ms * kMs;
+  for (int i = 0; i < n; ++i) {
+    r.content_event_ns.push_back(r.send_ns + (ttft_ms + i * itl_ms) * kMs);
+    r.tokens_per_event.push_back(1);
+  }
+  r.first_token_ns = r.content_event_ns.front();
+  r.end_ns = r.content_event_ns.back() + kMs;
+  return r;
+}
+
+ServeRunInfo basic_info() {
+  ServeRunInfo info;
+  info.date = "20260101-000000";
+  info.backend = "vllm";
+  info.model_id = "m";
+  info.tokenizer_id = "m";
+  info.num_prompts = 4;
+  info.request_rate = std::numeric_limits<double>::infinity();
+  info.max_concurrency = 2;
+  info.start_ns = 0;
+  info.end_ns = 2000 * kMs;
+  info.start_unix_s = 1700000000.0;
+  info.end_unix_s = 1700000002.0;
+  return info;
+}
+
+double num(const boost::json::object& o, std::string_view key) {
+  const auto& v = o.at(key);
+  return v.is_double() ? v.as_double() : static_cast<double>(v.as_int64());
+}
+
+TEST(ServeResult, MetricsFollowVllmDefinitions) {
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 11), timed_request(1, 0, 100, 10, 11)};
+  auto out = build_serve_result(records, basic_info());
+  EXPECT_EQ(out.at("completed").as_int64(), 2);
+  EXPECT_EQ(out.at("failed").as_int64(), 0);
+  EXPECT_NEAR(num(out, "mean_ttft_ms"), 100.0, 1e-9);
+  EXPECT_NEAR(num(out, "p99_itl_ms"), 10.0, 1e-9);
+  EXPECT_NEAR(num(out, "mean_tpot_ms"), 10.0, 1e-9);  // (200 − 100) / (11 − 1)
+  EXPECT_NEAR(num(out, "median_e2el_ms"), 200.0, 1e-9);
+  EXPECT_EQ(num(out, "std_ttft_ms"), 0.0);
+  EXPECT_EQ(num(out, "duration"), 2.0);
+  EXPECT_EQ(out.at("total_input_tokens").as_int64(), 201);
+  EXPECT_EQ(out.at("total_output_tokens").as_int64(), 22);
+  EXPECT_EQ(num(out, "output_throughput"), 11.0);
+  EXPECT_EQ(num(out, "request_throughput"), 1.0);
+  EXPECT_EQ(out.at("request_rate").as_string(), "inf");
+  EXPECT_TRUE(out.at("request_goodput:").is_null());
+  EXPECT_TRUE(out.at("run_valid").as_bool());
+}
+
+TEST(ServeResult, FailuresAreCountedByKindAndExcludedFromLatency) {
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 5)};
+  RequestRecord bad;
+  bad.index = 1;
+  bad.prompt_len = 50;
+  bad.error_kind = ErrorKind::kHttpStatus;
+  bad.error_message = "HTTP 503: Service Unavailable";
+  bad.http_status = 503;
+  records.push_back(bad);
+  bad.index = 2;
+  bad.error_message = "HTTP 429";
+  records.push_back(bad);
+  RequestRecord warm = timed_request(3, 0, 900, 900, 3);
+  warm.warmup = true;
+  records.push_back(warm);
+  auto out = build_serve_result(records, basic_info());
+  EXPECT_EQ(out.at("completed").as_int64(), 1);
+  EXPECT_EQ(out.at("failed").as_int64(), 2);
+  EXPECT_EQ(out.at("num_warmups_excluded").as_int64(), 1);
+  EXPECT_EQ(out.at("errors").as_object().at("http_status").as_int64(), 2);
+  EXPECT_EQ(out.at("error_examples").as_object().at("http_status").as_string(), "HTTP 503: Service Unavailable");
+  EXPECT_EQ(out.at("input_lens").as_array().size(), 3u);  // failed requests keep their prompt length
+  EXPECT_EQ(out.at("output_lens").as_array().at(1).as_int64(), 0);
+  EXPECT_EQ(out.at("total_input_tokens").as_int64(), 100);  // only completed requests, as vLLM
+  EXPECT_NEAR(num(out, "mean_ttft_ms"), 100.0, 1e-9);
+  EXPECT_NEAR(num(out, "error_rate"), 2.0 / 3.0, 1e-12);
+}
+
+TEST(ServeResult, GoodputCountsRequestsMeetingEverySlo) {
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 11), timed_request(1, 0, 300, 10, 11)};
+  ServeRunInfo info = basic_info();
+  info.goodput_slo_ms = {{"ttft", 200.0}, {"tpot", 10.0}};
+  auto out = build_serve_result(records, info);
+  EXPECT_EQ(num(out, "request_goodput:"), 0.5);  // one good request over 2 s
+  EXPECT_EQ(num(out, "request_goodput"), 0.5);
+}
+
+TEST(ServeResult, ScheduledTimeMetricsExposeCoordinatedOmission) {
+  RequestRecord late = timed_request(0, 50, 100, 10, 3);
+  late.scheduled_ns = 0;  // the client sent 50 ms after the schedule
+  auto out = build_serve_result({late}, basic_info());
+  EXPECT_NEAR(num(out, "mean_ttft_ms"), 100.0, 1e-9);
+  EXPECT_NEAR(num(out, "mean_sched_ttft_ms"), 150.0, 1e-9);
+  EXPECT_NEAR(num(out, "mean_queue_ms"), 50.0, 1e-9);
+  EXPECT_NEAR(num(out, "mean_sched_e2el_ms"), 170.0, 1e-9);
+}
+
+TEST(ServeResult, MultiTokenChunksGivePerTokenItl) {
+  RequestRecord r = timed_request(0, 0, 100, 30, 3);  // 3 events, 30 ms apart
+  r.tokens_per_event = {1, 3, 2};
+  r.output_len = 6;
+  r.server_output_tokens = 6;
+  r.client_output_tokens = 5;
+  auto out = build_serve_result({r}, basic_info());
+  EXPECT_NEAR(num(out, "mean_itl_ms"), 30.0, 1e-9);
+  // gaps 30/3 (×3) and 30/2 (×2): mean = (30 + 30) / 5 = 12
+  EXPECT_NEAR(num(out, "mean_token_itl_ms"), 12.0, 1e-9);
+  EXPECT_NEAR(num(out, "mean_tokens_per_chunk"), 2.0, 1e-12);
+  EXPECT_NEAR(num(out, "mean_tpot_ms"), 12.0, 1e-9);  // (160 − 100) / 5
+  const auto& mismatch = out.at("output_token_mismatch").as_object();
+  EXPECT_EQ(mismatch.at("mismatched_requests").as_int64(), 1);
+  EXPECT_EQ(mismatch.at("server_output_tokens").as_int64(), 6);
+}
+
+TEST(ServeResult, SaturatedClientMarksRunInvalid) {
+  ServeRunInfo info = basic_info();
+  info.client = ClientHealth{.event_loop_lag_p99_ms = 40,
+                             .cpu_utilization = 0.99,
+                             .worker_threads = 1,
+                             .saturated = true,
+                             .reason = "event-loop lag p99 40 ms"};
+  info.extra["invalid_reasons"] = boost::json::array{"server process exited"};
+  info.extra["server_metrics"] = boost::json::object{{"prefix_cache_hit_rate", 0.5}};
+  auto out = build_serve_result({timed_request(0, 0, 1, 1, 2)}, info);
+  EXPECT_FALSE(out.at("run_valid").as_bool());
+  EXPECT_EQ(out.at("invalid_reasons").as_array().size(), 2u);
+  EXPECT_TRUE(out.at("client").as_object().at("saturated").as_bool());
+  EXPECT_TRUE(out.contains("server_metrics"));
+}
+
+TEST(ServeResult, KeysAndOrderMatchTheReferenceRawJson) {
+  const std::string path = ix::testing::shared_path("data/inferencex/examples/aggregate/raw.json");
+  if (path.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/inferencex/examples/aggregate/raw.json");
+  auto raw = ix::json::read_file(path);
+  ASSERT_TRUE(raw.has_value()) << raw.error().to_string();
+  ServeRunInfo info = basic_info();
+  auto out = build_serve_result({timed_request(0, 0, 100, 10, 4)}, info);
+  std::vector<std::string> ours;
+  for (const auto& [key, value] : out) ours.emplace_back(key);
+  size_t pos = 0;
+  for (const auto& [key, value] : raw->as_object()) {
+    auto it = std::find(ours.begin() + static_cast<std::ptrdiff_t>(pos), ours.end(), std::string(key));
+    ASSERT_NE(it, ours.end()) << "missing or out of order: " << key;
+    pos = static_cast<size_t>(it - ours.begin()) + 1;
+    EXPECT_EQ(value.kind() == boost::json::kind::null, out.at(key).is_null()) << key;
+  }
+}
+
+TEST(ServeResult, GoldenFile) {
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 4), timed_request(1, 5, 120, 12, 3)};
+  RequestRecord bad;
+  bad.index = 2;
+  bad.prompt_len = 77;
+  bad.scheduled_ns = 10 * kMs;
+  bad.send_ns = 10 * kMs;
+  bad.error_kind = ErrorKind::kTimeout;
+  bad.error_message = "request timed out after 1000 ms";
+  records.push_back(bad);
+  ServeRunInfo info = basic_info();
+  info.request_rate = 8.0;
+  info.max_concurrency.reset();
+  info.goodput_slo_ms = {{"ttft", 110.0}};
+  const std::string text = ix::json::to_pretty_string(build_serve_result(records, info)) +
+                           ix::json::to_string(request_record_to_json(records[1], 0)) + "\n" +
+                           format_serve_summary(build_serve_result(records, info));
+  const std::string golden = ix::testing::source_path("tests/data/bench/serve_result.golden");
+  if (std::getenv("IXBENCH_UPDATE_GOLDENS")) {
+    std::ofstream(golden) << text;
+  }
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "missing " << golden << " (run with IXBENCH_UPDATE_GOLDENS=1)";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  EXPECT_EQ(text, buffer.str());
+}
+
+}  // namespace
+}  // namespace ix::metrics

@@ -1,0 +1,131 @@
+#include "metrics/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace ix::metrics {
+namespace {
+
+// Expected values are numpy 1.26 outputs (np.mean / np.median / np.std / np.percentile) on the
+// same inputs, written as the exact doubles numpy prints.
+
+TEST(Statistics, EmptyInputGivesZeroLikeVllmsOrZero) {
+  std::vector<double> none;
+  EXPECT_EQ(mean(none), 0.0);
+  EXPECT_EQ(median(none), 0.0);
+  EXPECT_EQ(std_dev(none), 0.0);
+  EXPECT_EQ(percentile(none, 99), 0.0);
+}
+
+TEST(Statistics, BasicValuesMatchNumpy) {
+  std::vector<double> v = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(mean(v), 2.5);
+  EXPECT_EQ(median(v), 2.5);
+  EXPECT_EQ(std_dev(v), 1.118033988749895);  // np.std([1,2,3,4])
+  EXPECT_EQ(percentile(v, 90), 3.7);         // np.percentile([1,2,3,4], 90)
+  EXPECT_EQ(percentile(v, 0), 1.0);
+  EXPECT_EQ(percentile(v, 100), 4.0);
+  EXPECT_EQ(percentile(v, 50), 2.5);
+  std::vector<double> odd = {5, 1, 3};
+  EXPECT_EQ(median(odd), 3.0);
+}
+
+TEST(Statistics, PercentileUsesLinearInterpolationBetweenNeighbours) {
+  std::vector<double> v;
+  for (int i = 1; i <= 10; ++i) v.push_back(i);
+  // np.percentile(np.arange(1, 11), [90, 99, 99.9]) -> [9.1, 9.91, 9.991]
+  EXPECT_NEAR(percentile(v, 90), 9.1, 1e-12);
+  EXPECT_NEAR(percentile(v, 99), 9.91, 1e-12);
+  EXPECT_NEAR(percentile(v, 99.9), 9.991, 1e-12);
+  // Single element: every percentile is that element.
+  std::vector<double> one = {7.5};
+  EXPECT_EQ(percentile(one, 99.9), 7.5);
+  EXPECT_EQ(std_dev(one), 0.0);
+}
+
+TEST(Statistics, SumUsesNumpyPairwiseOrder) {
+  // np.sum([0.1] * 10) == 1.0 exactly, while a left-to-right sum gives 0.9999999999999999:
+  // numpy's 8-way unrolled pairwise summation associates differently.
+  std::vector<double> tenths(10, 0.1);
+  EXPECT_EQ(pairwise_sum(tenths), 1.0);
+  double naive = 0.0;
+  for (double x : tenths) naive += x;
+  EXPECT_NE(naive, 1.0);
+  EXPECT_EQ(mean(tenths), 0.1);
+  // Below 8 elements numpy sums left to right.
+  std::vector<double> three = {0.1, 0.2, 0.3};
+  EXPECT_EQ(pairwise_sum(three), 0.1 + 0.2 + 0.3);
+}
+
+TEST(Statistics, PercentileLabelsFollowVllm) {
+  EXPECT_EQ(percentile_label(99), "99");
+  EXPECT_EQ(percentile_label(90.0), "90");
+  EXPECT_EQ(percentile_label(99.9), "99.9");
+  EXPECT_EQ(percentile_label(99.99), "99.99");
+}
+
+TEST(Statistics, SummarizeScalesAfterComputing) {
+  std::vector<double> seconds = {0.05, 0.051, 0.049};
+  std::vector<double> ps = {50, 99};
+  Summary s = summarize(seconds, ps, 1000.0);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_EQ(s.mean, mean(seconds) * 1000.0);
+  EXPECT_EQ(s.median, 0.05 * 1000.0);
+  EXPECT_EQ(s.min, 0.049 * 1000.0);
+  EXPECT_EQ(s.max, 0.051 * 1000.0);
+  ASSERT_EQ(s.percentiles.size(), 2u);
+  EXPECT_EQ(s.percentiles[1].first, 99);
+  EXPECT_EQ(s.percentiles[1].second, percentile(seconds, 99) * 1000.0);
+}
+
+TEST(SampleRecorder, MergeEqualsOneRecorderWithAllSamples) {
+  SampleRecorder a, b, all;
+  for (int i = 0; i < 300; ++i) {
+    double x = std::sin(i) * 10 + 20;
+    (i % 3 ? a : b).add(x);
+  }
+  for (double x : a.values()) all.add(x);
+  for (double x : b.values()) all.add(x);
+  a.merge(b);
+  std::vector<double> ps = {90, 99};
+  Summary merged = a.summarize(ps), direct = all.summarize(ps);
+  EXPECT_EQ(merged.count, 300);
+  EXPECT_EQ(merged.median, direct.median);
+  EXPECT_EQ(merged.percentiles[1].second, direct.percentiles[1].second);
+  EXPECT_EQ(merged.mean, direct.mean);
+}
+
+TEST(RunningStats, MergeMatchesSequential) {
+  RunningStats a, b, all;
+  for (int i = 0; i < 1000; ++i) {
+    double x = (i * 37 % 101) / 7.0;
+    (i < 400 ? a : b).add(x);
+    all.add(x);
+  }
+  a.merge(b);
+  EXPECT_EQ(a.count(), 1000);
+  EXPECT_NEAR(a.mean(), all.mean(), 1e-12);
+  EXPECT_NEAR(a.std_dev(), all.std_dev(), 1e-9);
+  EXPECT_EQ(a.min(), all.min());
+  EXPECT_EQ(a.max(), all.max());
+}
+
+TEST(LogHistogram, PercentilesWithinRelativeError) {
+  LogHistogram h, h2;
+  for (int64_t v = 1; v <= 100000; ++v) (v % 2 ? h : h2).add(v * 1000);
+  h.merge(h2);
+  EXPECT_EQ(h.count(), 100000);
+  const double p99 = static_cast<double>(h.percentile(99));
+  EXPECT_NEAR(p99, 99'000'000.0, 99'000'000.0 / 60);
+  EXPECT_GE(p99, 99'000'000.0);
+  EXPECT_EQ(h.percentile(100), 100'000'000);
+  EXPECT_EQ(LogHistogram().percentile(50), 0);
+  LogHistogram small;
+  small.add(5);
+  EXPECT_EQ(small.percentile(50), 5);
+}
+
+}  // namespace
+}  // namespace ix::metrics
