@@ -1,0 +1,274 @@
+#include "config/yaml_tree.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace ix::config {
+namespace {
+
+bool is_digit(char c, int base) {
+  switch (base) {
+    case 2: return c == '0' || c == '1';
+    case 8: return c >= '0' && c <= '7';
+    case 16: return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    default: return c >= '0' && c <= '9';
+  }
+}
+
+// Digits of `base` and underscores (PyYAML allows `_` as a group separator), at least one digit.
+std::optional<int64_t> parse_digits(std::string_view text, int base) {
+  if (text.empty()) return std::nullopt;
+  int64_t value = 0;
+  bool any = false;
+  for (char c : text) {
+    if (c == '_') continue;
+    if (!is_digit(c, base)) return std::nullopt;
+    int digit = (c >= '0' && c <= '9') ? c - '0' : (c | 0x20) - 'a' + 10;
+    if (value > (INT64_MAX - digit) / base) return std::nullopt;  // out of range: not an int64
+    value = value * base + digit;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> resolve_int(std::string_view text) {
+  bool negative = false;
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
+    negative = text[0] == '-';
+    text.remove_prefix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  std::optional<int64_t> value;
+  if (text.starts_with("0b")) {
+    value = parse_digits(text.substr(2), 2);
+  } else if (text.starts_with("0x")) {
+    value = parse_digits(text.substr(2), 16);
+  } else if (text == "0") {
+    value = 0;
+  } else if (text[0] == '0') {
+    value = parse_digits(text.substr(1), 8);
+  } else if (text[0] >= '1' && text[0] <= '9') {
+    value = parse_digits(text, 10);
+  }
+  if (!value) return std::nullopt;
+  return negative ? -*value : *value;
+}
+
+bool all_digits_or_underscore(std::string_view text) {
+  for (char c : text) {
+    if (!(is_digit(c, 10) || c == '_')) return false;
+  }
+  return true;
+}
+
+std::optional<double> resolve_float(std::string_view text) {
+  std::string_view body = text;
+  double sign = 1.0;
+  if (!body.empty() && (body[0] == '-' || body[0] == '+')) {
+    sign = body[0] == '-' ? -1.0 : 1.0;
+    body.remove_prefix(1);
+  }
+  if (body == ".inf" || body == ".Inf" || body == ".INF") return sign * HUGE_VAL;
+  if (text == ".nan" || text == ".NaN" || text == ".NAN") return std::nan("");
+  // [0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)?  or  \.[0-9_]+([eE][-+][0-9]+)?  (the latter unsigned)
+  size_t dot = body.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::string_view whole = body.substr(0, dot);
+  std::string_view rest = body.substr(dot + 1);
+  std::string_view fraction = rest;
+  std::string_view exponent;
+  size_t e = rest.find_first_of("eE");
+  if (e != std::string_view::npos) {
+    fraction = rest.substr(0, e);
+    exponent = rest.substr(e + 1);
+    if (exponent.size() < 2 || (exponent[0] != '-' && exponent[0] != '+')) return std::nullopt;
+    for (char c : exponent.substr(1)) {
+      if (!is_digit(c, 10)) return std::nullopt;
+    }
+  }
+  if (whole.empty()) {
+    if (sign < 0 || text[0] == '+' || fraction.empty()) return std::nullopt;
+  } else if (!is_digit(whole[0], 10)) {
+    return std::nullopt;
+  }
+  if (!all_digits_or_underscore(whole) || !all_digits_or_underscore(fraction)) return std::nullopt;
+  std::string cleaned;
+  for (char c : body) {
+    if (c != '_') cleaned += c;
+  }
+  return sign * std::strtod(cleaned.c_str(), nullptr);
+}
+
+std::optional<bool> resolve_bool(std::string_view text) {
+  static constexpr std::string_view kTrue[] = {"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+  static constexpr std::string_view kFalse[] = {"no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
+  for (auto word : kTrue) {
+    if (text == word) return true;
+  }
+  for (auto word : kFalse) {
+    if (text == word) return false;
+  }
+  return std::nullopt;
+}
+
+// Builds YamlNodes from parser events. Finished children are moved into their parent frame, so
+// no pointer into a growing vector is ever kept.
+class TreeBuilder : public YAML::EventHandler {
+ public:
+  YamlNode take_root() { return std::move(root_); }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    YamlNode node;
+    node.kind = YamlKind::kNull;
+    node.mark = to_mark(mark);
+    finish(std::move(node), anchor);
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    YamlNode node;
+    if (anchor < anchors_.size()) node = anchors_[anchor];
+    node.mark = to_mark(mark);
+    finish(std::move(node), 0);
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    YamlNode node;
+    node.kind = YamlKind::kScalar;
+    node.mark = to_mark(mark);
+    node.scalar = value;
+    // yaml-cpp tags plain scalars "?" and quoted/literal ones "!"; an explicit tag such as
+    // !!str also makes the value a string.
+    node.plain = tag == "?" || tag.empty();
+    finish(std::move(node), anchor);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(YamlKind::kSequence, mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(YamlKind::kMap, mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Frame {
+    YamlNode node;
+    YAML::anchor_t anchor = 0;
+    std::optional<YamlNode> pending_key;
+  };
+
+  static Mark to_mark(const YAML::Mark& mark) { return Mark{mark.line + 1, mark.column + 1}; }
+
+  void open(YamlKind kind, const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Frame frame;
+    frame.node.kind = kind;
+    frame.node.mark = to_mark(mark);
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
+  }
+
+  void close() {
+    Frame frame = std::move(stack_.back());
+    stack_.pop_back();
+    finish(std::move(frame.node), frame.anchor);
+  }
+
+  void finish(YamlNode node, YAML::anchor_t anchor) {
+    if (anchor != 0) {
+      if (anchors_.size() <= anchor) anchors_.resize(anchor + 1);
+      anchors_[anchor] = node;
+    }
+    if (stack_.empty()) {
+      root_ = std::move(node);
+      return;
+    }
+    Frame& parent = stack_.back();
+    if (parent.node.kind == YamlKind::kSequence) {
+      parent.node.items.push_back(std::move(node));
+    } else if (!parent.pending_key) {
+      parent.pending_key = std::move(node);
+    } else {
+      parent.node.entries.emplace_back(std::move(*parent.pending_key), std::move(node));
+      parent.pending_key.reset();
+    }
+  }
+
+  std::vector<Frame> stack_;
+  std::vector<YamlNode> anchors_;
+  YamlNode root_;
+};
+
+}  // namespace
+
+std::optional<int64_t> YamlNode::as_int() const {
+  if (kind != YamlKind::kScalar || !plain) return std::nullopt;
+  return resolve_int(scalar);
+}
+
+std::optional<bool> YamlNode::as_bool() const {
+  if (kind != YamlKind::kScalar || !plain) return std::nullopt;
+  return resolve_bool(scalar);
+}
+
+std::optional<double> YamlNode::as_float() const {
+  if (kind != YamlKind::kScalar || !plain) return std::nullopt;
+  if (auto value = resolve_float(scalar)) return value;
+  if (auto value = resolve_int(scalar)) return static_cast<double>(*value);
+  return std::nullopt;
+}
+
+std::optional<std::string> YamlNode::as_string() const {
+  if (kind != YamlKind::kScalar) return std::nullopt;
+  if (plain && (resolve_bool(scalar) || resolve_int(scalar) || resolve_float(scalar))) return std::nullopt;
+  return scalar;
+}
+
+std::string YamlNode::describe() const {
+  switch (kind) {
+    case YamlKind::kNull: return "null (nothing)";
+    case YamlKind::kSequence: return "a list";
+    case YamlKind::kMap: return "a mapping";
+    case YamlKind::kScalar: break;
+  }
+  if (plain) {
+    if (auto value = resolve_bool(scalar)) return fmt::format("the boolean {}", *value ? "true" : "false");
+    if (resolve_int(scalar)) return fmt::format("the integer {}", scalar);
+    if (resolve_float(scalar)) return fmt::format("the number {}", scalar);
+  }
+  return fmt::format("the string '{}'", scalar);
+}
+
+Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name) {
+  try {
+    std::istringstream input{std::string(text)};
+    YAML::Parser parser(input);
+    TreeBuilder builder;
+    if (!parser.HandleNextDocument(builder)) return YamlNode{};
+    return builder.take_root();
+  } catch (const YAML::Exception& error) {
+    return fail(ErrorCode::kParse,
+                fmt::format("{}:{}:{}: YAML syntax error: {} (fix the YAML at this position; check indentation, "
+                            "quoting and matching brackets)",
+                            source_name, error.mark.line + 1, error.mark.column + 1, error.msg));
+  } catch (const std::exception& error) {
+    return fail(ErrorCode::kParse, fmt::format("{}: cannot parse YAML: {}", source_name, error.what()));
+  }
+}
+
+}  // namespace ix::config
