@@ -222,6 +222,8 @@ std::optional<Component> read_component(const MapView& parent, Reporter& reporte
   if (reporter.count() != before || !name) return std::nullopt;
   component.name = *name;
   component.version = version;
+  auto keys = map.keys();
+  component.version_first = !keys.empty() && keys.front() == "version";
   return component;
 }
 

@@ -51,7 +51,8 @@ std::string_view kv_offloading_name(KvOffloading value);  // "none", "dram"
 struct Component {
   std::string name;
   std::optional<std::string> version;
-  bool operator==(const Component&) const = default;
+  bool version_first = false;  // written as {version, name}: the sweep output keeps that order
+  bool operator==(const Component& other) const { return name == other.name && version == other.version; }
 };
 
 // Either a geometric range (start..end) or an explicit list, never both (validated).
