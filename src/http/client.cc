@@ -1,0 +1,514 @@
+#include "http/client.h"
+
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <sys/prctl.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "http/client_response.h"
+
+namespace ix::http {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+std::string_view failure_kind_name(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kNone: return "none";
+    case FailureKind::kConnect: return "connect";
+    case FailureKind::kTimeout: return "timeout";
+    case FailureKind::kReset: return "reset";
+    case FailureKind::kMalformed: return "malformed";
+    case FailureKind::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+Result<Url> Url::parse(std::string_view text) {
+  Url url;
+  std::string_view rest;
+  if (text.starts_with("http://")) {
+    rest = text.substr(7);
+  } else if (text.starts_with("https://")) {
+    url.tls = true;
+    url.port = 443;
+    rest = text.substr(8);
+  } else {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("URL '{}' must start with http:// or https:// (e.g. http://127.0.0.1:8000)", text));
+  }
+  const size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("URL '{}': unterminated IPv6 literal", text));
+    host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':')
+        return fail(ErrorCode::kInvalidArgument, fmt::format("URL '{}': bad port", text));
+      port = authority.substr(close + 2);
+    }
+  } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return fail(ErrorCode::kInvalidArgument, fmt::format("URL '{}' has no host", text));
+  if (!port.empty()) {
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) {
+      return fail(ErrorCode::kInvalidArgument, fmt::format("URL '{}': port must be 1..65535", text));
+    }
+    url.port = static_cast<uint16_t>(value);
+  }
+  url.host = std::string(host);
+  url.path = std::string(path);
+  return url;
+}
+
+std::string Url::origin() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", tls ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+namespace {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+TimePoint to_time_point(int64_t t_ns) {
+  return TimePoint(std::chrono::nanoseconds(t_ns));
+}
+
+struct Connection {
+  explicit Connection(asio::io_context& io) : socket(io) {}
+  tcp::socket socket;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;
+  std::vector<char> buffer;
+  bool reused = false;
+
+  void close() {
+    boost::system::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+  }
+};
+
+enum class Phase { kConnecting, kExchanging };
+
+struct Exchange {
+  explicit Exchange(asio::io_context& io) : timer(io) {}
+  Request request;
+  std::string wire;
+  ResponseSink* sink = nullptr;
+  std::shared_ptr<Connection> conn;
+  asio::steady_timer timer;
+  ResponseParser parser;
+  Phase phase = Phase::kConnecting;
+  bool timed_out = false;
+  bool cancelled = false;
+  bool done = false;
+  bool got_bytes = false;
+  bool head_reported = false;
+  int attempts = 0;
+  int64_t first_byte_ns = 0;
+};
+
+bool is_eof_like(const boost::system::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+}  // namespace
+
+struct ClientLoop::Impl {
+  explicit Impl(LoopOptions opts) : options(std::move(opts)), ssl_ctx(asio::ssl::context::tls_client) {
+    if (options.target.tls) {
+      boost::system::error_code ignored;
+      ssl_ctx.set_default_verify_paths(ignored);
+      ssl_ctx.set_verify_mode(options.verify_tls ? asio::ssl::verify_peer : asio::ssl::verify_none);
+    }
+  }
+
+  LoopOptions options;
+  asio::io_context io{1};
+  asio::ssl::context ssl_ctx;
+  std::optional<tcp::resolver::results_type> endpoints;
+  std::vector<std::shared_ptr<Connection>> idle;
+  std::unordered_map<Exchange*, std::shared_ptr<Exchange>> active;
+  LoopCounters counters;
+  std::string host_header;
+
+  int64_t now() const { return SteadyClock().now_ns(); }
+
+  Result<void> resolve() {
+    if (endpoints) return {};
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto results = resolver.resolve(options.target.host, std::to_string(options.target.port), ec);
+    if (ec || results.empty()) {
+      return fail(ErrorCode::kUnavailable,
+                  fmt::format("cannot resolve {}: {}", options.target.origin(), ec ? ec.message() : "no addresses"));
+    }
+    endpoints = std::move(results);
+    host_header = options.target.host.find(':') != std::string::npos
+                      ? fmt::format("[{}]:{}", options.target.host, options.target.port)
+                      : fmt::format("{}:{}", options.target.host, options.target.port);
+    return {};
+  }
+
+  void serialize(Exchange& ex) {
+    const Request& r = ex.request;
+    std::string& w = ex.wire;
+    w.clear();
+    w.reserve(256 + r.body.size());
+    fmt::format_to(std::back_inserter(w), "{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ixbench\r\nAccept: */*\r\n",
+                   r.method, options.target.path, r.target, host_header);
+    if (!r.body.empty() || r.method == "POST" || r.method == "PUT") {
+      fmt::format_to(std::back_inserter(w), "Content-Type: {}\r\nContent-Length: {}\r\n", r.content_type,
+                     r.body.size());
+    }
+    for (const Header& h : r.headers) fmt::format_to(std::back_inserter(w), "{}: {}\r\n", h.name, h.value);
+    w += "\r\n";
+    w += r.body;
+  }
+
+  void submit(Request request, ResponseSink* sink) {
+    auto ex = std::make_shared<Exchange>(io);
+    ex->request = std::move(request);
+    ex->sink = sink;
+    active.emplace(ex.get(), ex);
+    if (auto ok = resolve(); !ok) {
+      finish(ex, FailureKind::kConnect, ok.error().message(), now(), false);
+      return;
+    }
+    serialize(*ex);
+    acquire(ex);
+  }
+
+  void acquire(const std::shared_ptr<Exchange>& ex) {
+    if (!idle.empty()) {
+      auto conn = std::move(idle.back());
+      idle.pop_back();
+      conn->reused = true;
+      ++counters.connections_reused;
+      start_exchange(ex, std::move(conn));
+      return;
+    }
+    open_connection(ex);
+  }
+
+  void open_connection(const std::shared_ptr<Exchange>& ex) {
+    auto conn = std::make_shared<Connection>(io);
+    conn->buffer.resize(options.read_buffer_bytes);
+    ++counters.connections_opened;
+    ex->conn = conn;
+    ex->phase = Phase::kConnecting;
+    ex->timer.expires_at(to_time_point(now() + options.connect_timeout_ns));
+    ex->timer.async_wait([this, ex](const boost::system::error_code& ec) {
+      if (ec || ex->done || ex->phase != Phase::kConnecting) return;
+      ex->timed_out = true;
+      if (ex->conn) ex->conn->close();
+    });
+    asio::async_connect(
+        conn->socket, *endpoints, [this, ex, conn](const boost::system::error_code& ec, const tcp::endpoint&) {
+          if (ex->done) return;
+          if (ec) {
+            const std::string why = ex->timed_out ? "connect timed out" : ec.message();
+            finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
+                   fmt::format("cannot connect to {}: {}", options.target.origin(), why), now(), false);
+            return;
+          }
+          boost::system::error_code ignored;
+          conn->socket.set_option(tcp::no_delay(true), ignored);
+          if (!options.target.tls) {
+            start_exchange(ex, conn);
+            return;
+          }
+          conn->tls.emplace(conn->socket, ssl_ctx);
+          SSL_set_tlsext_host_name(conn->tls->native_handle(), options.target.host.c_str());
+          if (options.verify_tls)
+            conn->tls->set_verify_callback(asio::ssl::host_name_verification(options.target.host));
+          conn->tls->async_handshake(
+              asio::ssl::stream_base::client, [this, ex, conn](const boost::system::error_code& hec) {
+                if (ex->done) return;
+                if (hec) {
+                  finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
+                         fmt::format("TLS handshake with {} failed: {}", options.target.origin(), hec.message()), now(),
+                         false);
+                  return;
+                }
+                start_exchange(ex, conn);
+              });
+        });
+  }
+
+  void start_exchange(const std::shared_ptr<Exchange>& ex, std::shared_ptr<Connection> conn) {
+    ex->conn = std::move(conn);
+    ex->phase = Phase::kExchanging;
+    ex->parser.reset(ex->request.method == "HEAD");
+    ex->got_bytes = false;
+    ex->head_reported = false;
+    const int64_t t = now();
+    ex->timer.cancel();
+    if (ex->request.timeout_ns > 0) {
+      ex->timer.expires_at(to_time_point(t + ex->request.timeout_ns));
+      ex->timer.async_wait([ex](const boost::system::error_code& ec) {
+        if (ec || ex->done) return;
+        ex->timed_out = true;
+        if (ex->conn) ex->conn->close();
+      });
+    }
+    ex->sink->on_send(t);
+    auto on_written = [this, ex](const boost::system::error_code& ec, size_t) {
+      if (ex->done) return;
+      if (ec) {
+        io_error(ex, ec, now());
+        return;
+      }
+    };
+    // Write and read concurrently: a server may answer (e.g. 413, 503) before reading the body.
+    Connection& c = *ex->conn;
+    if (c.tls) {
+      asio::async_write(*c.tls, asio::buffer(ex->wire), on_written);
+    } else {
+      asio::async_write(c.socket, asio::buffer(ex->wire), on_written);
+    }
+    read_more(ex);
+  }
+
+  void read_more(const std::shared_ptr<Exchange>& ex) {
+    Connection& c = *ex->conn;
+    auto on_read = [this, ex](const boost::system::error_code& ec, size_t n) {
+      const int64_t t = now();
+      if (ex->done) return;
+      if (ec) {
+        io_error(ex, ec, t);
+        return;
+      }
+      on_bytes(ex, n, t);
+    };
+    if (c.tls) {
+      c.tls->async_read_some(asio::buffer(c.buffer), on_read);
+    } else {
+      c.socket.async_read_some(asio::buffer(c.buffer), on_read);
+    }
+  }
+
+  void report_head(Exchange& ex) {
+    ex.head_reported = true;
+    ex.sink->on_head(ex.parser.status(), ex.parser.content_type(), ex.first_byte_ns);
+  }
+
+  void on_bytes(const std::shared_ptr<Exchange>& ex, size_t n, int64_t t) {
+    ++counters.reads;
+    counters.bytes_read += static_cast<int64_t>(n);
+    if (!ex->got_bytes) {
+      ex->got_bytes = true;
+      ex->first_byte_ns = t;
+    }
+    bool aborted = false;
+    const std::string_view bytes(ex->conn->buffer.data(), n);
+    auto consumed = ex->parser.feed(bytes, [&](std::string_view body) {
+      if (aborted) return;
+      if (!ex->head_reported) report_head(*ex);
+      if (!ex->sink->on_body(body, t)) aborted = true;
+    });
+    if (!consumed) {
+      finish(ex, FailureKind::kMalformed, consumed.error().message(), t, false);
+      return;
+    }
+    if (aborted) {
+      finish(ex, FailureKind::kCancelled, "aborted by the response consumer", t, false);
+      return;
+    }
+    if (ex->parser.head_done() && !ex->head_reported) report_head(*ex);
+    if (ex->parser.done()) {
+      finish(ex, FailureKind::kNone, "", t, ex->parser.keep_alive() && *consumed == n);
+      return;
+    }
+    read_more(ex);
+  }
+
+  void io_error(const std::shared_ptr<Exchange>& ex, const boost::system::error_code& ec, int64_t t) {
+    if (ex->timed_out) {
+      finish(ex, FailureKind::kTimeout,
+             fmt::format("request timed out after {} ms ({} response bytes received)",
+                         ex->request.timeout_ns / 1'000'000, ex->parser.body_bytes()),
+             t, false);
+      return;
+    }
+    if (ex->cancelled) {
+      finish(ex, FailureKind::kCancelled, "cancelled by the client", t, false);
+      return;
+    }
+    // A reused keep-alive connection that the server had already closed: nothing of this request
+    // was processed, so it is sent again on a fresh connection (once).
+    if (!ex->got_bytes && ex->conn && ex->conn->reused && ex->attempts == 0) {
+      ++ex->attempts;
+      ++counters.stale_retries;
+      ex->conn->close();
+      ex->conn.reset();
+      open_connection(ex);
+      return;
+    }
+    if (is_eof_like(ec) && ex->parser.on_eof()) {
+      finish(ex, FailureKind::kNone, "", t, false);
+      return;
+    }
+    const std::string what = is_eof_like(ec) ? std::string("connection closed by the server") : ec.message();
+    finish(ex, FailureKind::kReset,
+           ex->got_bytes
+               ? fmt::format("{} after {} body bytes (HTTP {})", what, ex->parser.body_bytes(), ex->parser.status())
+               : fmt::format("{} before any response byte", what),
+           t, false);
+  }
+
+  void finish(const std::shared_ptr<Exchange>& ex, FailureKind kind, std::string_view message, int64_t t, bool keep) {
+    if (ex->done) return;
+    ex->done = true;
+    ex->timer.cancel();
+    if (ex->conn) {
+      if (keep && idle.size() < options.max_idle_connections) {
+        idle.push_back(std::move(ex->conn));
+      } else {
+        ex->conn->close();
+      }
+      ex->conn.reset();
+    }
+    auto keep_alive = ex;  // the map holds the last owner besides this reference
+    active.erase(ex.get());
+    ex->sink->on_done(kind, message, t);
+  }
+
+  void cancel_all() {
+    std::vector<std::shared_ptr<Exchange>> all;
+    all.reserve(active.size());
+    for (auto& [ptr, ex] : active) all.push_back(ex);
+    for (auto& ex : all) {
+      ex->cancelled = true;
+      if (ex->conn) ex->conn->close();
+    }
+    for (auto& conn : idle) conn->close();
+    idle.clear();
+  }
+};
+
+ClientLoop::ClientLoop(LoopOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+ClientLoop::~ClientLoop() = default;
+
+Result<void> ClientLoop::prepare() {
+  return impl_->resolve();
+}
+void ClientLoop::submit(Request request, ResponseSink* sink) {
+  impl_->submit(std::move(request), sink);
+}
+
+void ClientLoop::call_at(int64_t t_ns, std::function<void()> fn) {
+  if (t_ns <= impl_->now()) {
+    asio::post(impl_->io, std::move(fn));
+    return;
+  }
+  auto timer = std::make_shared<asio::steady_timer>(impl_->io, to_time_point(t_ns));
+  timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (!ec) fn();
+  });
+}
+
+void ClientLoop::cancel_all() {
+  impl_->cancel_all();
+}
+int64_t ClientLoop::now_ns() const {
+  return impl_->now();
+}
+const LoopCounters& ClientLoop::counters() const {
+  return impl_->counters;
+}
+size_t ClientLoop::in_flight() const {
+  return impl_->active.size();
+}
+void ClientLoop::post(std::function<void()> fn) {
+  asio::post(impl_->io, std::move(fn));
+}
+void ClientLoop::stop() {
+  impl_->io.stop();
+}
+
+void ClientLoop::run() {
+  // Timer wake-ups within ~µs instead of the default 50 µs slack.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  auto guard = asio::make_work_guard(impl_->io);
+  impl_->io.restart();
+  impl_->io.run();
+}
+
+namespace {
+
+class CollectSink final : public ResponseSink {
+ public:
+  explicit CollectSink(ClientLoop& loop) : loop_(loop) {}
+  void on_send(int64_t) override {}
+  void on_head(int status, std::string_view content_type, int64_t) override {
+    response.status = status;
+    response.content_type = std::string(content_type);
+  }
+  bool on_body(std::string_view bytes, int64_t) override {
+    response.body.append(bytes);
+    return true;
+  }
+  void on_done(FailureKind k, std::string_view m, int64_t) override {
+    kind = k;
+    message = std::string(m);
+    loop_.stop();
+  }
+  SimpleResponse response;
+  FailureKind kind = FailureKind::kNone;
+  std::string message;
+
+ private:
+  ClientLoop& loop_;
+};
+
+}  // namespace
+
+Result<SimpleResponse> fetch(const Url& base, std::string_view method, std::string_view target, std::string_view body,
+                             std::span<const Header> headers, int64_t timeout_ns) {
+  LoopOptions options;
+  options.target = base;
+  options.connect_timeout_ns = timeout_ns;
+  ClientLoop loop(options);
+  if (auto ok = loop.prepare(); !ok) return std::unexpected(ok.error());
+  CollectSink sink(loop);
+  Request request;
+  request.method = std::string(method);
+  request.target = std::string(target);
+  request.body = std::string(body);
+  request.headers.assign(headers.begin(), headers.end());
+  request.timeout_ns = timeout_ns;
+  loop.submit(std::move(request), &sink);
+  loop.run();
+  switch (sink.kind) {
+    case FailureKind::kNone: return std::move(sink.response);
+    case FailureKind::kTimeout:
+      return fail(ErrorCode::kTimeout, fmt::format("{}{}: {}", base.origin(), target, sink.message));
+    case FailureKind::kMalformed:
+      return fail(ErrorCode::kParse, fmt::format("{}{}: {}", base.origin(), target, sink.message));
+    default: return fail(ErrorCode::kUnavailable, fmt::format("{}{}: {}", base.origin(), target, sink.message));
+  }
+}
+
+}  // namespace ix::http

@@ -1,0 +1,324 @@
+// ClientLoop against a scripted loopback server (plain POSIX sockets, one thread per
+// connection), so each test controls exactly which bytes arrive when.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/client.h"
+#include "http/sse.h"
+
+namespace ix::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Reads one request (head + Content-Length body). Returns false on EOF.
+bool read_request(int fd, std::string& carry) {
+  while (true) {
+    const size_t end = carry.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t length = 0;
+      const size_t cl = carry.find("Content-Length: ");
+      if (cl != std::string::npos && cl < end) length = std::stoul(carry.substr(cl + 16));
+      if (carry.size() >= end + 4 + length) {
+        carry.erase(0, end + 4 + length);
+        return true;
+      }
+    }
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) return false;
+    carry.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void write_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+std::string chunk(std::string_view s) {
+  char head[32];
+  snprintf(head, sizeof(head), "%zx\r\n", s.size());
+  return std::string(head) + std::string(s) + "\r\n";
+}
+
+constexpr std::string_view kSseHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+class ScriptedServer {
+ public:
+  // handler(fd, connection_number) serves one connection; it returns to close it.
+  explicit ScriptedServer(std::function<void(int, int)> handler) : handler_(std::move(handler)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ::listen(listen_fd_, 64);
+    acceptor_ = std::thread([this] {
+      int number = 0;
+      while (true) {
+        const int fd = ::accept(listen_fd_, nullptr, nullptr);
+        if (fd < 0) return;
+        std::lock_guard lock(mutex_);
+        workers_.emplace_back([this, fd, n = number++] {
+          handler_(fd, n);
+          ::close(fd);
+        });
+      }
+    });
+  }
+  ~ScriptedServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    acceptor_.join();
+    std::lock_guard lock(mutex_);
+    for (auto& t : workers_) t.join();
+  }
+  Url url() const { return *Url::parse("http://127.0.0.1:" + std::to_string(port_)); }
+
+ private:
+  std::function<void(int, int)> handler_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread acceptor_;
+  std::mutex mutex_;
+  std::vector<std::thread> workers_;
+};
+
+struct Outcome {
+  FailureKind kind = FailureKind::kNone;
+  std::string message;
+  int status = 0;
+  int64_t send_ns = 0;
+  int64_t first_byte_ns = 0;
+  std::vector<std::pair<int64_t, std::string>> events;
+};
+
+// Runs `count` requests back to back on one loop, collecting SSE events.
+class SequenceSink final : public ResponseSink {
+ public:
+  SequenceSink(ClientLoop& loop, int count, int64_t timeout_ns) : loop_(loop), left_(count), timeout_ns_(timeout_ns) {}
+  void start() {
+    outcomes.emplace_back();
+    decoder_.reset();
+    Request r;
+    r.target = "/v1/completions";
+    r.body = R"({"prompt":"hi"})";
+    r.timeout_ns = timeout_ns_;
+    loop_.submit(std::move(r), this);
+  }
+  void on_send(int64_t t) override { outcomes.back().send_ns = t; }
+  void on_head(int status, std::string_view, int64_t t) override {
+    outcomes.back().status = status;
+    outcomes.back().first_byte_ns = t;
+  }
+  bool on_body(std::string_view bytes, int64_t t) override {
+    auto r = decoder_.feed(bytes, [&](const SseEvent& e) {
+      outcomes.back().events.emplace_back(t, std::string(e.data));
+      return true;
+    });
+    return r.has_value();
+  }
+  void on_done(FailureKind kind, std::string_view message, int64_t) override {
+    outcomes.back().kind = kind;
+    outcomes.back().message = std::string(message);
+    if (--left_ > 0) {
+      start();
+    } else {
+      loop_.stop();
+    }
+  }
+  std::vector<Outcome> outcomes;
+
+ private:
+  ClientLoop& loop_;
+  SseDecoder decoder_;
+  int left_;
+  int64_t timeout_ns_;
+};
+
+std::vector<Outcome> run_sequence(const Url& url, int count, int64_t timeout_ns = 5'000'000'000,
+                                  LoopCounters* counters = nullptr) {
+  LoopOptions options;
+  options.target = url;
+  options.connect_timeout_ns = 2'000'000'000;
+  ClientLoop loop(options);
+  EXPECT_TRUE(loop.prepare().has_value());
+  SequenceSink sink(loop, count, timeout_ns);
+  loop.post([&] { sink.start(); });
+  loop.run();
+  if (counters) *counters = loop.counters();
+  return sink.outcomes;
+}
+
+TEST(ClientLoop, KeepAliveReusesOneConnectionAndStampsEvents) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    while (read_request(fd, carry)) {
+      write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+      std::this_thread::sleep_for(20ms);
+      write_all(fd, chunk("data: two\n\ndata: [DONE]\n\n") + "0\r\n\r\n");
+    }
+  });
+  LoopCounters counters;
+  auto outcomes = run_sequence(server.url(), 3, 5'000'000'000, &counters);
+  ASSERT_EQ(outcomes.size(), 3u);
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.kind, FailureKind::kNone) << o.message;
+    EXPECT_EQ(o.status, 200);
+    ASSERT_EQ(o.events.size(), 3u);
+    EXPECT_EQ(o.events[0].second, "one");
+    EXPECT_EQ(o.events[2].second, "[DONE]");
+    const double gap_ms = static_cast<double>(o.events[1].first - o.events[0].first) / 1e6;
+    EXPECT_GE(gap_ms, 19.0);
+    EXPECT_LT(gap_ms, 60.0);
+    EXPECT_GE(o.first_byte_ns, o.send_ns);
+  }
+  EXPECT_EQ(counters.connections_opened, 1);
+  EXPECT_EQ(counters.connections_reused, 2);
+}
+
+TEST(ClientLoop, StaleKeepAliveConnectionIsReplacedTransparently) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    // Close without announcing it: the client's pooled connection is now stale.
+  });
+  LoopCounters counters;
+  auto outcomes = run_sequence(server.url(), 2, 5'000'000'000, &counters);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kNone) << outcomes[0].message;
+  EXPECT_EQ(outcomes[1].kind, FailureKind::kNone) << outcomes[1].message;
+  EXPECT_EQ(counters.connections_opened, 2);
+  EXPECT_EQ(counters.stale_retries, 1);
+}
+
+TEST(ClientLoop, ConnectionClosedMidStreamIsAReset) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+  });
+  auto outcomes = run_sequence(server.url(), 1);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kReset);
+  EXPECT_EQ(outcomes[0].events.size(), 1u);
+  EXPECT_NE(outcomes[0].message.find("closed"), std::string::npos) << outcomes[0].message;
+}
+
+TEST(ClientLoop, StalledServerTimesOut) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+    char buf[16];
+    while (::read(fd, buf, sizeof(buf)) > 0) {
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto outcomes = run_sequence(server.url(), 1, 200'000'000);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kTimeout) << outcomes[0].message;
+  EXPECT_LT(elapsed, 2s);
+  EXPECT_GE(elapsed, 190ms);
+}
+
+TEST(ClientLoop, GarbageResponseIsMalformed) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, "SPDY/9 what\r\n\r\n");
+  });
+  auto outcomes = run_sequence(server.url(), 1);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kMalformed);
+}
+
+TEST(ClientLoop, RefusedConnectionIsAConnectFailure) {
+  uint16_t port = 0;
+  {
+    ScriptedServer server([](int, int) {});
+    port = server.url().port;
+  }
+  auto outcomes = run_sequence(*Url::parse("http://127.0.0.1:" + std::to_string(port)), 1);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kConnect);
+}
+
+TEST(ClientLoop, CancelAllFailsInFlightExchanges) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, std::string(kSseHead));
+    char buf[16];
+    while (::read(fd, buf, sizeof(buf)) > 0) {
+    }
+  });
+  LoopOptions options;
+  options.target = server.url();
+  ClientLoop loop(options);
+  SequenceSink sink(loop, 1, 0);
+  loop.post([&] { sink.start(); });
+  loop.call_at(loop.now_ns() + 100'000'000, [&] { loop.cancel_all(); });
+  loop.run();
+  ASSERT_EQ(sink.outcomes.size(), 1u);
+  EXPECT_EQ(sink.outcomes[0].kind, FailureKind::kCancelled);
+}
+
+TEST(ClientLoop, CallAtFiresCloseToTheRequestedTime) {
+  LoopOptions options;
+  options.target = *Url::parse("http://127.0.0.1:9");
+  ClientLoop loop(options);
+  std::vector<int64_t> lateness;
+  const int64_t start = loop.now_ns() + 5'000'000;
+  for (int i = 0; i < 50; ++i) {
+    const int64_t due = start + i * 1'000'000;
+    loop.call_at(due, [&, due] {
+      lateness.push_back(loop.now_ns() - due);
+      if (lateness.size() == 50) loop.stop();
+    });
+  }
+  loop.run();
+  ASSERT_EQ(lateness.size(), 50u);
+  std::sort(lateness.begin(), lateness.end());
+  EXPECT_GE(lateness.front(), 0);
+  EXPECT_LT(lateness[45], 2'000'000) << "p90 timer lateness in ns";
+}
+
+TEST(ClientFetch, GetsABody) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nvllm:x 1.0\n");
+  });
+  auto r = fetch(server.url(), "GET", "/metrics");
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "vllm:x 1.0\n");
+  EXPECT_EQ(r->content_type, "text/plain");
+}
+
+}  // namespace
+}  // namespace ix::http
