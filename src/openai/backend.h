@@ -1,0 +1,75 @@
+// Serving backends of `bench serve` (vLLM's --backend names): which endpoint, which request body,
+// and how a streamed response chunk is read.
+//
+//   vllm, sglang, openai, trt, atom  POST /v1/completions      {"model","prompt","max_tokens",...}
+//   openai-chat                       POST /v1/chat/completions {"model","messages",
+//                                                                "max_completion_tokens",...}
+// All stream (`"stream": true`) with `stream_options.include_usage` so the server reports
+// completion_tokens; the engines that implement vLLM's protocol (vllm, sglang, trt via
+// trtllm-serve, atom) also get `continuous_usage_stats`, which puts usage in every chunk and lets
+// the client know how many tokens each chunk carried (speculative decoding sends several).
+// Sampling as vLLM's benchmark: temperature 0, and `ignore_eos` when requested.
+//
+// Thread-safety: pure functions; StreamChunkDecoder is one-stream, one-thread.
+#pragma once
+
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parser.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace ix::openai {
+
+enum class Backend { kVllm, kSglang, kOpenai, kOpenaiChat, kTrt, kAtom };
+
+// Accepts vLLM's names: vllm, sglang, openai, openai-chat, trt (also tensorrt-llm), atom.
+Result<Backend> parse_backend(std::string_view name);
+std::string_view backend_name(Backend backend);
+std::string_view default_endpoint(Backend backend);
+bool uses_chat(Backend backend);
+bool supports_continuous_usage(Backend backend);
+
+struct CompletionRequest {
+  std::string model;
+  std::string prompt;  // the prompt (completions) or the user message content (chat)
+  int64_t max_tokens = 16;
+  bool ignore_eos = false;
+  double temperature = 0.0;
+  bool continuous_usage = false;
+  // Extra top-level JSON fields merged into the body (--extra-body), as a JSON object text.
+  std::string extra_body_json;
+};
+
+// The JSON request body. Errors: kInvalidArgument when extra_body_json is not a JSON object.
+Result<std::string> build_request_body(Backend backend, const CompletionRequest& request);
+
+// What one SSE `data:` payload of a streamed completion says.
+struct StreamChunk {
+  enum class Kind { kData, kDone, kError };
+  Kind kind = Kind::kData;
+  bool has_choices = false;        // choices[] non-empty
+  std::string_view text;           // text / delta.content (+ reasoning) of choices[0]; valid
+                                   // until the next decode()
+  bool finished = false;           // choices[0].finish_reason is set
+  int64_t completion_tokens = -1;  // usage.completion_tokens when present
+  int64_t prompt_tokens = -1;
+  std::string error;  // kError: the server's message
+};
+
+class StreamChunkDecoder {
+ public:
+  StreamChunkDecoder();
+  // Parses one event payload ("[DONE]", a completion chunk, or {"error": ...}).
+  // Errors: kParse (not JSON, not an object).
+  Result<StreamChunk> decode(std::string_view data);
+
+ private:
+  unsigned char arena_[8192];
+  boost::json::parser parser_;
+  std::string text_;
+};
+
+}  // namespace ix::openai
