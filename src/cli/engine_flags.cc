@@ -1,0 +1,74 @@
+#include "cli/engine_flags.h"
+
+#include <fmt/format.h>
+
+namespace ix::cli {
+
+void add_engine_flags(CLI::App& app, EngineFlags& flags) {
+  auto& c = flags.config;
+  app.add_option("--model", c.model, "model: catalog name, alias or HF id (data/catalog/models.json)")
+      ->capture_default_str();
+  app.add_option("--hardware", c.hardware, "accelerator: catalog name or runner label (data/catalog/hardware.json)")
+      ->capture_default_str();
+  app.add_option("--precision", c.precision, "weight precision: fp4 | fp8 | bf16")->capture_default_str();
+  app.add_option("--framework", c.framework, "engine family: vllm | sglang | trt | atom (dynamo-*/mori-* variants)")
+      ->capture_default_str();
+  app.add_option("--tp", c.tp, "tensor-parallel size (GPUs per engine)")->capture_default_str();
+  app.add_option("--ep", c.ep, "expert-parallel size")->capture_default_str();
+  app.add_flag("--dp-attn", c.dp_attn, "data-parallel attention (one batch and KV cache per rank)");
+  app.add_option("--replicas", c.num_replicas, "independent engine replicas behind a least-loaded router")
+      ->capture_default_str();
+  app.add_option("--spec-decoding", flags.spec_decoding, "speculative decoding: none | mtp | draft_model")
+      ->capture_default_str();
+  app.add_option("--num-spec-tokens", c.num_spec_tokens, "draft tokens per step (0 = model default)")
+      ->capture_default_str();
+  app.add_option("--acceptance-length", c.acceptance_length,
+                 "mean tokens per verify step, the golden AL (0 = model default)")
+      ->capture_default_str();
+  app.add_option("--max-num-seqs", c.max_num_seqs, "maximum running requests per rank")->capture_default_str();
+  app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step (chunked prefill)")
+      ->capture_default_str();
+  app.add_option("--long-prefill-token-threshold", c.long_prefill_token_threshold,
+                 "cap on one request's prefill tokens per step (0 = none)")
+      ->capture_default_str();
+  app.add_option("--block-size", c.block_size, "KV-cache block size in tokens")->capture_default_str();
+  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.enable_prefix_caching,
+               "hash-chained prefix caching (default on)");
+  app.add_option("--gpu-memory-utilization,--gpu-mem-util", c.gpu_memory_utilization,
+                 "fraction of HBM for weights + KV cache")
+      ->capture_default_str();
+  app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
+  app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();
+  app.add_option("--catalog-dir", c.catalog_dir,
+                 "directory with hardware.json, models.json, calibration.json (default: built-in data/catalog)");
+  app.add_option("--prefill-workers", flags.prefill_workers, "disaggregation: prefill engines (with --decode-workers)");
+  app.add_option("--prefill-tp", c.prefill.tp, "disaggregation: prefill engine tp")->capture_default_str();
+  app.add_option("--prefill-ep", c.prefill.ep, "disaggregation: prefill engine ep")->capture_default_str();
+  app.add_flag("--prefill-dp-attn", c.prefill.dp_attn, "disaggregation: prefill engines use dp attention");
+  app.add_option("--decode-workers", flags.decode_workers, "disaggregation: decode engines (with --prefill-workers)");
+  app.add_option("--decode-tp", c.decode.tp, "disaggregation: decode engine tp")->capture_default_str();
+  app.add_option("--decode-ep", c.decode.ep, "disaggregation: decode engine ep")->capture_default_str();
+  app.add_flag("--decode-dp-attn", c.decode.dp_attn, "disaggregation: decode engines use dp attention");
+}
+
+Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
+  sim::EngineConfig config = flags.config;
+  auto spec = sim::parse_spec_decoding(flags.spec_decoding);
+  if (!spec) return fail(spec.error());
+  config.spec_decoding = *spec;
+  if ((flags.prefill_workers > 0) != (flags.decode_workers > 0))
+    return fail(ErrorCode::kInvalidArgument,
+                "disaggregation needs both --prefill-workers and --decode-workers (>= 1 each), or neither");
+  if (flags.prefill_workers < 0 || flags.decode_workers < 0)
+    return fail(ErrorCode::kInvalidArgument, "--prefill-workers and --decode-workers must be >= 0");
+  if (flags.prefill_workers > 0) {
+    config.disagg = true;
+    config.prefill.num_workers = flags.prefill_workers;
+    config.decode.num_workers = flags.decode_workers;
+  }
+  if (auto ok = sim::validate(config); !ok) return fail(ok.error());
+  return config;
+}
+
+}  // namespace ix::cli

@@ -1,0 +1,148 @@
+#include "sim/calibration.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <utility>
+
+#include "common/json_io.h"
+#include "sim/catalog.h"
+
+namespace ix::sim {
+
+namespace {
+
+// Every field of Efficiency by its JSON name: one table drives both reading and writing, so a new
+// factor cannot be forgotten in one direction.
+struct Field {
+  const char* name;
+  double Efficiency::*member;
+};
+constexpr Field kFields[] = {
+    {"mem_efficiency", &Efficiency::mem_efficiency},
+    {"gemm_mfu_min", &Efficiency::gemm_mfu_min},
+    {"gemm_mfu_max", &Efficiency::gemm_mfu_max},
+    {"attention_mfu", &Efficiency::attention_mfu},
+    {"link_efficiency", &Efficiency::link_efficiency},
+    {"comm_overlap", &Efficiency::comm_overlap},
+    {"step_overhead_s", &Efficiency::step_overhead_s},
+    {"layer_overhead_s", &Efficiency::layer_overhead_s},
+    {"request_overhead_s", &Efficiency::request_overhead_s},
+    {"api_overhead_s", &Efficiency::api_overhead_s},
+    {"kv_transfer_setup_s", &Efficiency::kv_transfer_setup_s},
+    {"draft_cost_fraction", &Efficiency::draft_cost_fraction},
+    {"fixed_scale", &Efficiency::fixed_scale},
+    {"memory_scale", &Efficiency::memory_scale},
+    {"compute_scale", &Efficiency::compute_scale},
+    {"prefill_scale", &Efficiency::prefill_scale},
+};
+
+Result<Efficiency> read_efficiency(const boost::json::object& object, Efficiency base, std::string_view where) {
+  for (const auto& [key, value] : object) {
+    const Field* field = nullptr;
+    for (const auto& candidate : kFields)
+      if (key == candidate.name) field = &candidate;
+    if (field == nullptr) continue;  // descriptive keys (hardware, rows, ...) sit beside the factors
+    if (!value.is_number())
+      return fail(ErrorCode::kParse,
+                  fmt::format("calibration.json: {}: '{}' must be a number", where, std::string(key)));
+    double number = value.to_number<double>();
+    if (!(number >= 0))
+      return fail(ErrorCode::kParse, fmt::format("calibration.json: {}: '{}' must be >= 0", where, std::string(key)));
+    base.*(field->member) = number;
+  }
+  return base;
+}
+
+boost::json::object write_efficiency(const Efficiency& efficiency) {
+  boost::json::object out;
+  for (const auto& field : kFields) out[field.name] = efficiency.*(field.member);
+  return out;
+}
+
+}  // namespace
+
+Result<CalibrationTable> CalibrationTable::parse(const std::string& text) {
+  auto root = json::parse(text, "calibration.json");
+  if (!root) return fail(root.error());
+  if (!root->is_object()) return fail(ErrorCode::kParse, "calibration.json: top level must be an object");
+  const auto& object = root->as_object();
+  CalibrationTable table;
+  if (auto it = object.find("source"); it != object.end() && it->value().is_string())
+    table.source_ = std::string(it->value().as_string());
+  if (auto it = object.find("defaults"); it != object.end()) {
+    if (!it->value().is_object()) return fail(ErrorCode::kParse, "calibration.json: 'defaults' must be an object");
+    auto defaults = read_efficiency(it->value().as_object(), Efficiency{}, "defaults");
+    if (!defaults) return fail(defaults.error());
+    table.defaults_ = *defaults;
+  }
+  if (auto it = object.find("groups"); it != object.end()) {
+    if (!it->value().is_array()) return fail(ErrorCode::kParse, "calibration.json: 'groups' must be an array");
+    size_t index = 0;
+    for (const auto& entry : it->value().as_array()) {
+      std::string where = fmt::format("groups[{}]", index++);
+      if (!entry.is_object())
+        return fail(ErrorCode::kParse, fmt::format("calibration.json: {} must be an object", where));
+      const auto& group_object = entry.as_object();
+      CalibrationGroup group;
+      auto hardware = json::get_string(group_object, "hardware");
+      auto framework = json::get_string(group_object, "framework");
+      auto precision = json::get_string(group_object, "precision");
+      if (!hardware || !framework || !precision)
+        return fail(ErrorCode::kParse,
+                    fmt::format("calibration.json: {} needs hardware, framework and precision", where));
+      group.hardware = *hardware;
+      group.framework = *framework;
+      group.precision = *precision;
+      if (auto rows = json::get_int(group_object, "fit_rows")) group.fit_rows = static_cast<int32_t>(*rows);
+      auto efficiency = read_efficiency(group_object, table.defaults_, where);
+      if (!efficiency) return fail(efficiency.error());
+      group.efficiency = *efficiency;
+      table.groups_.push_back(std::move(group));
+    }
+  }
+  return table;
+}
+
+Result<CalibrationTable> CalibrationTable::builtin() {
+  return parse(embedded_calibration_json());
+}
+
+Efficiency CalibrationTable::lookup(const std::string& hardware, const std::string& framework,
+                                    const std::string& precision, std::string* used) const {
+  const std::pair<std::string, std::string> order[] = {
+      {framework, precision}, {framework, "*"}, {"*", precision}, {"*", "*"}};
+  for (const auto& [want_framework, want_precision] : order) {
+    for (const auto& group : groups_) {
+      if (group.hardware == hardware && group.framework == want_framework && group.precision == want_precision) {
+        if (used)
+          *used = fmt::format("{}/{}/{} ({} fitted rows)", group.hardware, group.framework, group.precision,
+                              group.fit_rows);
+        return group.efficiency;
+      }
+    }
+  }
+  if (used) *used = "defaults (no calibration group for this hardware)";
+  return defaults_;
+}
+
+std::string CalibrationTable::to_json() const {
+  boost::json::object root;
+  root["schema_version"] = 1;
+  root["source"] = source_;
+  root["defaults"] = write_efficiency(defaults_);
+  boost::json::array groups;
+  for (const auto& group : groups_) {
+    boost::json::object entry;
+    entry["hardware"] = group.hardware;
+    entry["framework"] = group.framework;
+    entry["precision"] = group.precision;
+    entry["fit_rows"] = group.fit_rows;
+    for (const auto& [key, value] : write_efficiency(group.efficiency)) entry[key] = value;
+    groups.push_back(std::move(entry));
+  }
+  root["groups"] = std::move(groups);
+  return json::to_pretty_string(root);
+}
+
+}  // namespace ix::sim

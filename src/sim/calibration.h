@@ -1,0 +1,76 @@
+// Efficiency factors and fixed overheads of the step-time model, and the calibration table that
+// sets them per (hardware, framework, precision).
+//
+// The nominal values are SIMULATOR.md's starting points. Calibration (`ixbench sim calibrate`,
+// src/sim/fit.h) fits four multipliers per group on measured points and ships them in
+// data/catalog/calibration.json with the rows they were fitted on; a prediction reports which
+// group (or fallback) it used.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::sim {
+
+struct Efficiency {
+  // Nominal roofline efficiencies.
+  double mem_efficiency = 0.8;   // achieved / peak HBM bandwidth
+  double gemm_mfu_min = 0.1;     // GEMM MFU at M <= 16 rows
+  double gemm_mfu_max = 0.6;     // GEMM MFU at M >= 4096 rows
+  double attention_mfu = 0.5;    // prefill attention
+  double link_efficiency = 0.7;  // achieved / peak scale-up or scale-out bandwidth
+  double comm_overlap = 0.5;     // share of EP all-to-all hidden by two-batch overlap
+  // Nominal fixed costs.
+  double step_overhead_s = 130e-6;
+  double layer_overhead_s = 30e-6;
+  double request_overhead_s = 4e-6;
+  double api_overhead_s = 5e-3;       // request arrival -> visible to the scheduler
+  double kv_transfer_setup_s = 2e-3;  // disaggregated prefill -> decode transfer setup
+  double draft_cost_fraction = 0.1;   // one draft token, relative to a decode step
+
+  // Fitted multipliers (1 = nominal). Step time = fixed_scale * fixed + memory_scale * memory
+  // terms + compute_scale * compute terms + communication; prefill compute additionally scales
+  // by prefill_scale. api_overhead_s is fitted directly.
+  double fixed_scale = 1.0;
+  double memory_scale = 1.0;
+  double compute_scale = 1.0;
+  double prefill_scale = 1.0;
+};
+
+struct CalibrationGroup {
+  std::string hardware;   // catalog name
+  std::string framework;  // matrix name (sglang, dynamo-trt, ...) or "*" (any)
+  std::string precision;  // fp4 | fp8 | bf16 | "*"
+  Efficiency efficiency;
+  int32_t fit_rows = 0;  // measured points it was fitted on
+};
+
+class CalibrationTable {
+ public:
+  static Result<CalibrationTable> parse(const std::string& text);
+  static Result<CalibrationTable> builtin();
+
+  // Most specific group first: (hw, framework, precision), (hw, framework, *), (hw, *, precision),
+  // (hw, *, *), then the nominal defaults. `used` names the group chosen.
+  Efficiency lookup(const std::string& hardware, const std::string& framework, const std::string& precision,
+                    std::string* used = nullptr) const;
+
+  const std::vector<CalibrationGroup>& groups() const { return groups_; }
+  const std::string& source() const { return source_; }
+  const Efficiency& defaults() const { return defaults_; }
+
+  void set_defaults(const Efficiency& efficiency) { defaults_ = efficiency; }
+  void add(CalibrationGroup group) { groups_.push_back(std::move(group)); }
+  void set_source(std::string source) { source_ = std::move(source); }
+  // calibration.json text (deterministic).
+  std::string to_json() const;
+
+ private:
+  std::vector<CalibrationGroup> groups_;
+  Efficiency defaults_;
+  std::string source_;
+};
+
+}  // namespace ix::sim

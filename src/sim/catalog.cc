@@ -1,0 +1,339 @@
+#include "sim/catalog.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/json_io.h"
+
+namespace ix::sim {
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// Reads numeric and string fields with the entry name in every error, so a bad catalog edit is
+// found at once.
+class EntryReader {
+ public:
+  EntryReader(const boost::json::object& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  double number(std::string_view key) {
+    auto value = json::get_number(object_, key);
+    if (!value) {
+      note(value.error());
+      return 0;
+    }
+    return *value;
+  }
+  int32_t integer(std::string_view key) {
+    auto value = json::get_int(object_, key);
+    if (!value) {
+      note(value.error());
+      return 0;
+    }
+    return static_cast<int32_t>(*value);
+  }
+  std::string text(std::string_view key) {
+    auto value = json::get_string(object_, key);
+    if (!value) {
+      note(value.error());
+      return {};
+    }
+    return *value;
+  }
+  std::vector<std::string> strings(std::string_view key) {
+    std::vector<std::string> out;
+    auto it = object_.find(key);
+    if (it == object_.end()) return out;
+    if (!it->value().is_array()) {
+      note(Error(ErrorCode::kParse, fmt::format("field '{}' must be an array of strings", key)));
+      return out;
+    }
+    for (const auto& item : it->value().as_array()) {
+      if (!item.is_string()) {
+        note(Error(ErrorCode::kParse, fmt::format("field '{}' must be an array of strings", key)));
+        return out;
+      }
+      out.emplace_back(item.as_string());
+    }
+    return out;
+  }
+  Result<void> status() const {
+    if (first_error_) return fail(ErrorCode::kParse, *first_error_);
+    return {};
+  }
+
+ private:
+  void note(const Error& error) {
+    if (!first_error_) first_error_ = fmt::format("{}: {}", where_, error.message());
+  }
+  const boost::json::object& object_;
+  std::string where_;
+  std::optional<std::string> first_error_;
+};
+
+Result<const boost::json::array*> entries(const boost::json::value& root, std::string_view key, std::string_view file) {
+  if (!root.is_object()) return fail(ErrorCode::kParse, fmt::format("{}: top level must be an object", file));
+  auto it = root.as_object().find(key);
+  if (it == root.as_object().end() || !it->value().is_array())
+    return fail(ErrorCode::kParse, fmt::format("{}: missing array '{}'", file, key));
+  return &it->value().as_array();
+}
+
+Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t index) {
+  if (!value.is_object())
+    return fail(ErrorCode::kParse, fmt::format("hardware.json: entry {} is not an object", index));
+  const auto& object = value.as_object();
+  std::string where = fmt::format("hardware.json: entry {}", index);
+  if (auto it = object.find("name"); it != object.end() && it->value().is_string())
+    where = fmt::format("hardware.json: entry '{}'", std::string(it->value().as_string()));
+  EntryReader reader(object, where);
+  HardwareSpec spec;
+  spec.name = lower(reader.text("name"));
+  spec.aliases = reader.strings("aliases");
+  spec.vendor = reader.text("vendor");
+  spec.hbm_bytes = reader.number("hbm_gb") * 1e9;
+  spec.hbm_bandwidth_bytes_per_s = reader.number("hbm_bandwidth_tb_s") * 1e12;
+  spec.peak_bf16_flops = reader.number("peak_bf16_tflops") * 1e12;
+  spec.peak_fp8_flops = reader.number("peak_fp8_tflops") * 1e12;
+  spec.peak_fp4_flops = reader.number("peak_fp4_tflops") * 1e12;
+  spec.scaleup_bandwidth_bytes_per_s = reader.number("scaleup_bandwidth_gb_s") * 1e9;
+  spec.scaleup_latency_s = reader.number("scaleup_latency_us") * 1e-6;
+  spec.scaleup_domain_gpus = reader.integer("scaleup_domain_gpus");
+  spec.scaleout_bandwidth_bytes_per_s = reader.number("scaleout_bandwidth_gb_s") * 1e9;
+  spec.scaleout_latency_s = reader.number("scaleout_latency_us") * 1e-6;
+  spec.gpus_per_node = reader.integer("gpus_per_node");
+  spec.source = reader.text("source");
+  if (auto status = reader.status(); !status) return fail(status.error());
+  if (spec.hbm_bytes <= 0 || spec.hbm_bandwidth_bytes_per_s <= 0 || spec.peak_bf16_flops <= 0 ||
+      spec.scaleup_bandwidth_bytes_per_s <= 0 || spec.scaleup_domain_gpus <= 0 || spec.gpus_per_node <= 0)
+    return fail(ErrorCode::kParse,
+                fmt::format("{}: memory, bandwidth, bf16 peak, links and GPU counts must be positive", where));
+  if (spec.source.empty())
+    return fail(ErrorCode::kParse, fmt::format("{}: 'source' must say where the numbers come from", where));
+  return spec;
+}
+
+Result<ModelSpec> parse_model(const boost::json::value& value, size_t index) {
+  if (!value.is_object()) return fail(ErrorCode::kParse, fmt::format("models.json: entry {} is not an object", index));
+  const auto& object = value.as_object();
+  std::string where = fmt::format("models.json: entry {}", index);
+  if (auto it = object.find("name"); it != object.end() && it->value().is_string())
+    where = fmt::format("models.json: entry '{}'", std::string(it->value().as_string()));
+  EntryReader reader(object, where);
+  ModelSpec spec;
+  spec.name = lower(reader.text("name"));
+  spec.aliases = reader.strings("aliases");
+  std::string attention = reader.text("attention");
+  spec.num_layers = reader.integer("num_layers");
+  spec.hidden_size = reader.integer("hidden_size");
+  spec.num_heads = reader.integer("num_heads");
+  spec.num_kv_heads = reader.integer("num_kv_heads");
+  spec.head_dim = reader.integer("head_dim");
+  spec.q_lora_rank = reader.integer("q_lora_rank");
+  spec.kv_lora_rank = reader.integer("kv_lora_rank");
+  spec.qk_nope_head_dim = reader.integer("qk_nope_head_dim");
+  spec.qk_rope_head_dim = reader.integer("qk_rope_head_dim");
+  spec.v_head_dim = reader.integer("v_head_dim");
+  spec.intermediate_size = reader.integer("intermediate_size");
+  spec.vocab_size = reader.integer("vocab_size");
+  spec.num_experts = reader.integer("num_experts");
+  spec.experts_per_token = reader.integer("experts_per_token");
+  spec.moe_intermediate_size = reader.integer("moe_intermediate_size");
+  spec.num_shared_experts = reader.integer("num_shared_experts");
+  spec.first_dense_layers = reader.integer("first_dense_layers");
+  spec.max_position_embeddings = reader.integer("max_position_embeddings");
+  spec.kv_layer_fraction = reader.number("kv_layer_fraction");
+  spec.num_mtp_layers = reader.integer("num_mtp_layers");
+  spec.default_num_spec_tokens = reader.integer("default_num_spec_tokens");
+  spec.default_acceptance_length = reader.number("default_acceptance_length");
+  spec.source = reader.text("source");
+  if (auto status = reader.status(); !status) return fail(status.error());
+  if (attention != "mla" && attention != "gqa")
+    return fail(ErrorCode::kParse, fmt::format("{}: attention must be 'mla' or 'gqa', got '{}'", where, attention));
+  spec.mla = attention == "mla";
+  if (spec.num_layers <= 0 || spec.hidden_size <= 0 || spec.num_heads <= 0 || spec.vocab_size <= 0 ||
+      spec.max_position_embeddings <= 0 || spec.kv_layer_fraction <= 0 || spec.kv_layer_fraction > 1)
+    return fail(
+        ErrorCode::kParse,
+        fmt::format("{}: layers, hidden size, heads, vocab, context must be positive and kv_layer_fraction in (0,1]",
+                    where));
+  if (spec.mla && (spec.kv_lora_rank <= 0 || spec.qk_nope_head_dim <= 0 || spec.v_head_dim <= 0))
+    return fail(ErrorCode::kParse, fmt::format("{}: MLA needs kv_lora_rank, qk_nope_head_dim, v_head_dim", where));
+  if (!spec.mla && (spec.num_kv_heads <= 0 || spec.head_dim <= 0))
+    return fail(ErrorCode::kParse, fmt::format("{}: GQA needs num_kv_heads and head_dim", where));
+  if (spec.is_moe() && (spec.experts_per_token <= 0 || spec.experts_per_token > spec.num_experts ||
+                        spec.moe_intermediate_size <= 0 || spec.first_dense_layers >= spec.num_layers))
+    return fail(ErrorCode::kParse, fmt::format("{}: MoE needs 0 < experts_per_token <= num_experts, "
+                                               "moe_intermediate_size, first_dense_layers < num_layers",
+                                               where));
+  if (spec.default_acceptance_length < 1 || spec.default_acceptance_length > 1 + spec.default_num_spec_tokens)
+    return fail(ErrorCode::kParse,
+                fmt::format("{}: default_acceptance_length must be in [1, 1 + default_num_spec_tokens]", where));
+  if (spec.source.empty())
+    return fail(ErrorCode::kParse, fmt::format("{}: 'source' must say where the numbers come from", where));
+  return spec;
+}
+
+// "deepseek-ai/DeepSeek-R1-0528" and "dsr1" both find deepseek-r1; "h200-multinode" finds h200.
+bool matches(const std::string& query, const std::string& name, const std::vector<std::string>& aliases) {
+  if (query == name) return true;
+  for (const auto& alias : aliases)
+    if (query == lower(alias)) return true;
+  return false;
+}
+
+template <typename Spec>
+std::string known_names(const std::vector<Spec>& specs) {
+  std::string out;
+  for (const auto& spec : specs) {
+    if (!out.empty()) out += ", ";
+    out += spec.name;
+  }
+  return out;
+}
+
+template <typename Spec>
+const Spec* find_spec(const std::vector<Spec>& specs, const std::string& name) {
+  std::string query = lower(name);
+  for (const auto& spec : specs)
+    if (matches(query, spec.name, spec.aliases)) return &spec;
+  // Without the organisation prefix ("nvidia/...").
+  if (auto slash = query.rfind('/'); slash != std::string::npos) {
+    std::string tail = query.substr(slash + 1);
+    for (const auto& spec : specs)
+      if (matches(tail, spec.name, spec.aliases)) return &spec;
+  }
+  // Runner labels: "cluster:b200-dgxc" -> "b200-dgxc" -> "b200".
+  if (auto colon = query.rfind(':'); colon != std::string::npos) return find_spec(specs, query.substr(colon + 1));
+  if (auto dash = query.find('-'); dash != std::string::npos) {
+    std::string head = query.substr(0, dash);
+    for (const auto& spec : specs)
+      if (spec.name == head) return &spec;
+  }
+  return nullptr;
+}
+
+Result<std::string> read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open catalog file '{}'", path.string()));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
+double HardwareSpec::peak_flops(const std::string& dtype) const {
+  if (dtype == "fp4" && peak_fp4_flops > 0) return peak_fp4_flops;
+  if ((dtype == "fp4" || dtype == "fp8") && peak_fp8_flops > 0) return peak_fp8_flops;
+  return peak_bf16_flops;
+}
+
+double ModelSpec::attention_params_per_layer() const {
+  const double d = hidden_size;
+  if (mla) {
+    const double qk = qk_nope_head_dim + qk_rope_head_dim;
+    const double q = q_lora_rank > 0 ? d * q_lora_rank + q_lora_rank * num_heads * qk : d * num_heads * qk;
+    const double kv =
+        d * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank * num_heads * (qk_nope_head_dim + v_head_dim);
+    return q + kv + num_heads * v_head_dim * d;
+  }
+  return d * num_heads * head_dim + 2.0 * d * num_kv_heads * head_dim + num_heads * head_dim * d;
+}
+
+double ModelSpec::expert_params() const {
+  return 3.0 * hidden_size * moe_intermediate_size;
+}
+
+double ModelSpec::dense_params() const {
+  const double d = hidden_size;
+  double params = num_layers * attention_params_per_layer();
+  params += dense_ffn_layers() * 3.0 * d * intermediate_size;
+  if (is_moe()) params += moe_layers() * (num_shared_experts * expert_params() + d * num_experts);
+  params += 2.0 * vocab_size * d;
+  return params;
+}
+
+double ModelSpec::total_params() const {
+  return dense_params() + moe_layers() * double(num_experts) * expert_params();
+}
+
+double ModelSpec::active_params_per_token() const {
+  // The embedding lookup does no FLOPs; the LM head is counted per sampled token by the cost model.
+  return dense_params() - 2.0 * vocab_size * hidden_size + moe_layers() * double(experts_per_token) * expert_params();
+}
+
+double ModelSpec::kv_elements_per_token() const {
+  const double per_layer = mla ? double(kv_lora_rank + qk_rope_head_dim) : 2.0 * num_kv_heads * head_dim;
+  return per_layer * num_layers * kv_layer_fraction;
+}
+
+Result<Catalog> Catalog::parse(const std::string& hardware_json, const std::string& models_json) {
+  auto hardware_root = json::parse(hardware_json, "hardware.json");
+  if (!hardware_root) return fail(hardware_root.error());
+  auto models_root = json::parse(models_json, "models.json");
+  if (!models_root) return fail(models_root.error());
+  auto hardware_entries = entries(*hardware_root, "hardware", "hardware.json");
+  if (!hardware_entries) return fail(hardware_entries.error());
+  auto model_entries = entries(*models_root, "models", "models.json");
+  if (!model_entries) return fail(model_entries.error());
+  Catalog catalog;
+  for (size_t i = 0; i < (*hardware_entries)->size(); ++i) {
+    auto spec = parse_hardware((**hardware_entries)[i], i);
+    if (!spec) return fail(spec.error());
+    catalog.hardware_.push_back(std::move(*spec));
+  }
+  for (size_t i = 0; i < (*model_entries)->size(); ++i) {
+    auto spec = parse_model((**model_entries)[i], i);
+    if (!spec) return fail(spec.error());
+    catalog.models_.push_back(std::move(*spec));
+  }
+  return catalog;
+}
+
+Result<Catalog> Catalog::builtin() {
+  return parse(embedded_hardware_json(), embedded_models_json());
+}
+
+Result<Catalog> Catalog::load_dir(const std::string& dir) {
+  auto hardware_text = read_text(std::filesystem::path(dir) / "hardware.json");
+  if (!hardware_text) return fail(hardware_text.error());
+  auto models_text = read_text(std::filesystem::path(dir) / "models.json");
+  if (!models_text) return fail(models_text.error());
+  auto catalog = parse(*hardware_text, *models_text);
+  if (!catalog) return fail(catalog.error().with_context(dir));
+  return catalog;
+}
+
+Result<const HardwareSpec*> Catalog::hardware(const std::string& name) const {
+  if (const auto* spec = find_spec(hardware_, name)) return spec;
+  return fail(
+      ErrorCode::kNotFound,
+      fmt::format("unknown hardware '{}'; known: {}. To add one, append an entry (with its datasheet source) to "
+                  "data/catalog/hardware.json and rebuild, or pass --catalog-dir DIR holding your own hardware.json",
+                  name, known_names(hardware_)));
+}
+
+Result<const ModelSpec*> Catalog::model(const std::string& name) const {
+  if (const auto* spec = find_spec(models_, name)) return spec;
+  return fail(
+      ErrorCode::kNotFound,
+      fmt::format("unknown model '{}'; known: {}. To add one, append an entry (fields from its HF config.json, "
+                  "with a source) to data/catalog/models.json and rebuild, or pass --catalog-dir DIR holding your "
+                  "own models.json",
+                  name, known_names(models_)));
+}
+
+}  // namespace ix::sim

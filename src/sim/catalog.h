@@ -1,0 +1,104 @@
+// Hardware and model catalogs: data files (data/catalog/*.json, embedded at build time), parsed
+// into typed specs. Every entry carries the source of its numbers.
+//
+// Lookup is by name or alias, case-insensitive, with an organisation prefix ("deepseek-ai/") and
+// runner suffixes allowed. An unknown name is an error that lists the known names and says how
+// to add one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::sim {
+
+struct HardwareSpec {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string vendor;
+  double hbm_bytes = 0;
+  double hbm_bandwidth_bytes_per_s = 0;
+  double peak_bf16_flops = 0;
+  double peak_fp8_flops = 0;                 // 0 = not native
+  double peak_fp4_flops = 0;                 // 0 = not native
+  double scaleup_bandwidth_bytes_per_s = 0;  // per GPU, one direction (NVLink / Infinity Fabric)
+  double scaleup_latency_s = 0;
+  int32_t scaleup_domain_gpus = 8;
+  double scaleout_bandwidth_bytes_per_s = 0;  // per GPU, one direction (RDMA NIC)
+  double scaleout_latency_s = 0;
+  int32_t gpus_per_node = 8;
+  std::string source;
+
+  // Tensor-core peak for a weight dtype: fp4 falls back to fp8 then bf16 when not native.
+  double peak_flops(const std::string& dtype) const;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<std::string> aliases;
+  bool mla = false;  // multi-head latent attention
+  int32_t num_layers = 0;
+  int32_t hidden_size = 0;
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t q_lora_rank = 0;
+  int32_t kv_lora_rank = 0;
+  int32_t qk_nope_head_dim = 0;
+  int32_t qk_rope_head_dim = 0;
+  int32_t v_head_dim = 0;
+  int32_t intermediate_size = 0;  // dense FFN layers
+  int32_t vocab_size = 0;
+  int32_t num_experts = 0;  // routed experts (0 = dense model)
+  int32_t experts_per_token = 0;
+  int32_t moe_intermediate_size = 0;
+  int32_t num_shared_experts = 0;
+  int32_t first_dense_layers = 0;
+  int32_t max_position_embeddings = 0;
+  double kv_layer_fraction = 1.0;  // layers that keep a per-token KV cache
+  int32_t num_mtp_layers = 0;
+  int32_t default_num_spec_tokens = 3;
+  double default_acceptance_length = 2.0;
+  std::string source;
+
+  bool is_moe() const { return num_experts > 0; }
+  int32_t moe_layers() const { return is_moe() ? num_layers - first_dense_layers : 0; }
+  int32_t dense_ffn_layers() const { return is_moe() ? first_dense_layers : num_layers; }
+  // Parameters per layer / in total (counts, not bytes).
+  double attention_params_per_layer() const;
+  double expert_params() const;  // one routed expert
+  double dense_params() const;   // everything except routed experts (attention, dense FFN, shared
+                                 // experts, router, embeddings and LM head)
+  double total_params() const;
+  double active_params_per_token() const;
+  // KV-cache elements per token over all layers, before TP sharding (MLA: latent + rope key;
+  // GQA: K and V of every KV head).
+  double kv_elements_per_token() const;
+};
+
+class Catalog {
+ public:
+  // The catalogs embedded at build time from data/catalog/.
+  static Result<Catalog> builtin();
+  // hardware.json, models.json (and optional calibration.json, read elsewhere) in `dir`.
+  static Result<Catalog> load_dir(const std::string& dir);
+  static Result<Catalog> parse(const std::string& hardware_json, const std::string& models_json);
+
+  Result<const HardwareSpec*> hardware(const std::string& name) const;
+  Result<const ModelSpec*> model(const std::string& name) const;
+  const std::vector<HardwareSpec>& all_hardware() const { return hardware_; }
+  const std::vector<ModelSpec>& all_models() const { return models_; }
+
+ private:
+  std::vector<HardwareSpec> hardware_;
+  std::vector<ModelSpec> models_;
+};
+
+// The embedded data files (generated from data/catalog/ by src/sim/CMakeLists.txt).
+const char* embedded_hardware_json();
+const char* embedded_models_json();
+const char* embedded_calibration_json();
+
+}  // namespace ix::sim

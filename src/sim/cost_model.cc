@@ -1,0 +1,221 @@
+#include "sim/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ix::sim {
+
+namespace {
+
+// Bytes per weight parameter as served: fp4 checkpoints quantise the routed experts (block
+// scales add 1/16), the rest of the model stays in fp8.
+double expert_weight_bytes(const std::string& precision) {
+  if (precision == "fp4") return 0.5625;
+  if (precision == "fp8") return 1.0;
+  return 2.0;
+}
+double dense_weight_bytes(const std::string& precision) {
+  return precision == "bf16" ? 2.0 : 1.0;
+}
+double kv_element_bytes(const std::string& precision) {
+  return precision == "bf16" ? 2.0 : 1.0;
+}
+
+constexpr double kActivationBytes = 2.0;  // bf16 activations on the wire
+constexpr double kDispatchBytes = 1.5;    // fp8 dispatch + bf16 combine, averaged
+constexpr double kActivationReserveFraction = 0.04;
+
+// Expected distinct experts touched when `tokens` tokens each pick k of E.
+double distinct_experts(double tokens, double experts, double k) {
+  if (tokens <= 0 || experts <= 0) return 0;
+  return experts * (1.0 - std::exp(tokens * std::log1p(-k / experts)));
+}
+
+}  // namespace
+
+void RankLoad::add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec) {
+  tokens += new_tokens;
+  requests += 1;
+  if (decode) {
+    decode_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
+    decode_context_tokens += context_tokens + new_tokens;
+    if (spec) spec_requests += 1;
+  } else {
+    prefill_tokens += new_tokens;
+    prefill_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
+    prefill_context_tokens += context_tokens;
+  }
+}
+
+CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const Efficiency& efficiency,
+                     const std::string& precision, int32_t num_spec_tokens, const WorkerTopology& topology)
+    : model_(model), hardware_(hardware), efficiency_(efficiency), num_spec_tokens_(num_spec_tokens) {
+  // An engine spans max(tp, ep) GPUs (TRT-LLM's attention-DP rows report tp=1, ep=8). Attention
+  // is split into data-parallel ranks when dp-attn is on, or when EP spans more GPUs than TP.
+  shape_.gpus = std::max({1, topology.tp, topology.ep});
+  shape_.dp_ranks = topology.dp_attn ? shape_.gpus : std::max(1, shape_.gpus / std::max(1, topology.tp));
+  shape_.attn_tp = shape_.gpus / shape_.dp_ranks;
+  shape_.ep = std::max(1, topology.ep);
+
+  const double bw_dense = dense_weight_bytes(precision);
+  const double d = model.hidden_size;
+  const double attention_params = model.num_layers * model.attention_params_per_layer();
+  // Dense FFN layers, shared experts and the router run on the tokens of every DP rank together.
+  const double ffn_params = model.dense_params() - attention_params - 2.0 * model.vocab_size * d;
+  weight_bytes_expert_ = model.expert_params() * expert_weight_bytes(precision);
+  dense_weight_bytes_rank_ = attention_params * bw_dense / shape_.attn_tp;
+  dense_flops_per_token_rank_ = 2.0 * attention_params / shape_.attn_tp;
+  lm_head_flops_per_sample_rank_ = 2.0 * model.vocab_size * d / shape_.attn_tp;
+  // Stored for the shared classes: per GPU.
+  ffn_weight_bytes_gpu_ = ffn_params * bw_dense / shape_.gpus;
+  ffn_flops_per_token_gpu_ = 2.0 * ffn_params / shape_.gpus;
+  lm_head_bytes_rank_ = model.vocab_size * d * bw_dense / shape_.attn_tp;
+
+  weight_bytes_per_gpu_ = dense_weight_bytes_rank_ + ffn_weight_bytes_gpu_ + 2.0 * lm_head_bytes_rank_ +
+                          model.moe_layers() * double(model.num_experts) * weight_bytes_expert_ / shape_.gpus;
+
+  kv_bytes_per_token_total_ = model.kv_elements_per_token() * kv_element_bytes(precision);
+  // MLA's latent cache is replicated on every TP rank; GQA splits KV heads (replicated past
+  // num_kv_heads ranks).
+  kv_bytes_per_token_rank_ =
+      model.mla ? kv_bytes_per_token_total_ : kv_bytes_per_token_total_ / std::min(shape_.attn_tp, model.num_kv_heads);
+
+  peak_dense_ = hardware.peak_flops(precision == "bf16" ? "bf16" : "fp8");
+  peak_expert_ = hardware.peak_flops(precision);
+  peak_attention_ = hardware.peak_bf16_flops;
+  const bool in_domain = shape_.gpus <= hardware.scaleup_domain_gpus;
+  link_bandwidth_ = (in_domain ? hardware.scaleup_bandwidth_bytes_per_s : hardware.scaleout_bandwidth_bytes_per_s) *
+                    efficiency.link_efficiency;
+  link_latency_ = in_domain ? hardware.scaleup_latency_s : hardware.scaleout_latency_s;
+}
+
+double CostModel::gemm_mfu(double rows) const {
+  const double lo = std::log2(16.0);
+  const double hi = std::log2(4096.0);
+  const double x = std::clamp((std::log2(std::max(rows, 1.0)) - lo) / (hi - lo), 0.0, 1.0);
+  return efficiency_.gemm_mfu_min + (efficiency_.gemm_mfu_max - efficiency_.gemm_mfu_min) * x;
+}
+
+int64_t CostModel::cuda_graph_padded(int64_t tokens) {
+  if (tokens <= 0) return 0;
+  if (tokens <= 4) {
+    int64_t size = 1;
+    while (size < tokens) size *= 2;
+    return size;
+  }
+  if (tokens <= 512) return (tokens + 7) / 8 * 8;
+  return tokens;  // larger batches run eagerly
+}
+
+double CostModel::kv_capacity_tokens(double gpu_memory_utilization) const {
+  const double available = gpu_memory_utilization * hardware_.hbm_bytes - weight_bytes_per_gpu_ -
+                           kActivationReserveFraction * hardware_.hbm_bytes;
+  return available / kv_bytes_per_token_rank_;
+}
+
+double CostModel::kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) const {
+  const double bandwidth =
+      (same_domain ? hardware_.scaleup_bandwidth_bytes_per_s : hardware_.scaleout_bandwidth_bytes_per_s) *
+      efficiency_.link_efficiency;
+  return efficiency_.kv_transfer_setup_s + prompt_tokens * kv_bytes_per_token_total_ / bandwidth;
+}
+
+StepCost CostModel::step(std::span<const RankLoad> ranks) const {
+  const Efficiency& e = efficiency_;
+  const double memory_rate = e.mem_efficiency * hardware_.hbm_bandwidth_bytes_per_s / e.memory_scale;
+  // Adds one roofline class to `buckets`: the bound that wins is charged to its bucket.
+  auto roofline = [&](CostBuckets& buckets, double flops, double peak_rate, double bytes) {
+    const double compute_s = flops / peak_rate * e.compute_scale;
+    const double memory_s = bytes / memory_rate;
+    if (compute_s >= memory_s)
+      buckets[kCompute] += compute_s;
+    else
+      buckets[kMemory] += memory_s;
+  };
+
+  const double layers = model_.num_layers;
+  const double kv_layers = layers * model_.kv_layer_fraction;
+  const double heads_rank = double(model_.num_heads) / shape_.attn_tp;
+  const double decode_dims =
+      model_.mla ? double(2 * model_.kv_lora_rank + model_.qk_rope_head_dim) : 2.0 * model_.head_dim;
+  const double prefill_dims = model_.mla ? double(model_.qk_nope_head_dim + model_.qk_rope_head_dim + model_.v_head_dim)
+                                         : 2.0 * model_.head_dim;
+
+  int64_t group_tokens = 0;
+  bool any_prefill = false;
+  bool any_spec = false;
+  for (const auto& rank : ranks) {
+    group_tokens += rank.tokens;
+    any_prefill = any_prefill || rank.prefill_tokens > 0;
+    any_spec = any_spec || rank.spec_requests > 0;
+  }
+
+  // Per-rank classes (attention projections, attention, fixed costs, TP/EP communication): the
+  // step waits for the slowest rank.
+  CostBuckets slowest{};
+  double slowest_total = -1;
+  for (const auto& rank : ranks) {
+    if (rank.tokens == 0 && ranks.size() > 1) continue;
+    CostBuckets b{};
+    const double rows = any_prefill ? double(rank.tokens) : double(cuda_graph_padded(rank.tokens));
+    roofline(b, dense_flops_per_token_rank_ * rows + lm_head_flops_per_sample_rank_ * rank.sampled,
+             gemm_mfu(rows) * peak_dense_, dense_weight_bytes_rank_ + lm_head_bytes_rank_);
+    // Decode attention (MLA in its absorbed form) and prefill attention are separate kernels.
+    if (rank.decode_context_tokens > 0)
+      roofline(b, 2.0 * kv_layers * heads_rank * decode_dims * rank.decode_token_context,
+               e.attention_mfu * peak_attention_, rank.decode_context_tokens * kv_bytes_per_token_rank_);
+    if (rank.prefill_tokens > 0)
+      roofline(b, 2.0 * kv_layers * heads_rank * prefill_dims * rank.prefill_token_context,
+               e.attention_mfu * peak_attention_,
+               (rank.prefill_context_tokens + rank.prefill_tokens) * kv_bytes_per_token_rank_);
+    b[kFixed] +=
+        (e.step_overhead_s + layers * e.layer_overhead_s + rank.requests * e.request_overhead_s) * e.fixed_scale;
+    if (shape_.attn_tp > 1) {
+      const double t = shape_.attn_tp;
+      b[kOther] +=
+          2.0 * layers *
+          (link_latency_ + 2.0 * (t - 1) / t * rank.tokens * model_.hidden_size * kActivationBytes / link_bandwidth_);
+    }
+    const int32_t exchange =
+        model_.is_moe() ? (shape_.ep > 1 ? shape_.ep : (shape_.dp_ranks > 1 ? shape_.dp_ranks : 1)) : 1;
+    if (exchange > 1) {
+      const double x = exchange;
+      b[kOther] += 2.0 * model_.moe_layers() *
+                   (link_latency_ + rank.tokens * double(model_.experts_per_token) * model_.hidden_size *
+                                        kDispatchBytes * (x - 1) / x / link_bandwidth_) *
+                   (1.0 - e.comm_overlap);
+    }
+    double total = b[kFixed] + b[kMemory] + b[kCompute] + b[kOther];
+    if (total > slowest_total) {
+      slowest_total = total;
+      slowest = b;
+    }
+  }
+
+  // Classes shared by the whole instance: dense FFN / shared experts and routed experts see the
+  // tokens of all DP ranks.
+  CostBuckets buckets = slowest;
+  const double group_rows = any_prefill ? double(group_tokens) : double(cuda_graph_padded(group_tokens));
+  if (ffn_flops_per_token_gpu_ > 0)
+    roofline(buckets, ffn_flops_per_token_gpu_ * group_rows, gemm_mfu(group_rows) * peak_dense_, ffn_weight_bytes_gpu_);
+  if (model_.is_moe() && group_tokens > 0) {
+    const double k = model_.experts_per_token;
+    const double touched = distinct_experts(double(group_tokens), model_.num_experts, k);
+    const double rows_per_expert = group_tokens * k / std::max(touched, 1.0);
+    roofline(buckets, 2.0 * group_tokens * k * model_.expert_params() * model_.moe_layers() / shape_.gpus,
+             gemm_mfu(rows_per_expert) * peak_expert_,
+             touched * weight_bytes_expert_ * model_.moe_layers() / shape_.gpus);
+  }
+
+  // Drafting: k sequential draft passes of a small head, each a fraction of a decode step.
+  if (any_spec && num_spec_tokens_ > 0) {
+    const double factor = 1.0 + num_spec_tokens_ * e.draft_cost_fraction;
+    for (auto& value : buckets) value *= factor;
+  }
+  StepCost cost;
+  cost.buckets = buckets;
+  for (double value : buckets) cost.seconds += value;
+  return cost;
+}
+
+}  // namespace ix::sim

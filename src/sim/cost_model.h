@@ -1,0 +1,104 @@
+// Per-step roofline cost model (SIMULATOR.md "Step time"): how long one engine step takes on one
+// engine instance, given what each of its ranks computes in that step.
+//
+//   T = Σ_class max(FLOPs_c / (MFU_c · peak), bytes_c / (η_mem · HBM_BW))      classes: dense
+//       GEMMs, attention, routed experts
+//     + TP all-reduce + EP all-to-all · (1 − overlap) + t_step + L·t_layer + B·t_req
+//
+// With data-parallel attention every rank has its own batch; the routed experts see the tokens
+// of all ranks, and the step ends when the slowest rank does. The result is split into buckets
+// (fixed, memory-bound, compute-bound, communication) so calibration can refit the multipliers
+// without re-simulating.
+//
+// Thread-safety: immutable after construction.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "sim/calibration.h"
+#include "sim/catalog.h"
+#include "sim/engine_config.h"
+
+namespace ix::sim {
+
+// What one rank runs in one step, accumulated by the scheduler.
+struct RankLoad {
+  int64_t tokens = 0;    // tokens computed (prefill chunks + decode + spec verify)
+  int32_t requests = 0;  // requests scheduled
+  int32_t sampled = 0;   // requests whose logits are computed (caught up this step)
+  int64_t prefill_tokens = 0;
+  int32_t spec_requests = 0;          // decode requests verifying drafts
+  double decode_token_context = 0;    // Σ n_i·ctx_i over decode items (attention work)
+  double decode_context_tokens = 0;   // Σ ctx_i over decode items (KV read)
+  double prefill_token_context = 0;   // Σ n_i·(ctx_i + n_i/2) over prefill chunks
+  double prefill_context_tokens = 0;  // Σ ctx_i over prefill chunks (KV read)
+
+  // Adds one scheduled request: `new_tokens` computed on top of `context_tokens` already cached.
+  void add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec);
+};
+
+// kApi (request overhead outside the engine steps) is only used in per-request attribution.
+enum CostBucket { kFixed = 0, kMemory = 1, kCompute = 2, kOther = 3, kApi = 4, kNumBuckets = 5 };
+using CostBuckets = std::array<double, kNumBuckets>;
+
+struct StepCost {
+  double seconds = 0;
+  CostBuckets buckets{};  // seconds per bucket; sums to `seconds`
+};
+
+// Static properties of one engine instance (one worker of a given topology).
+struct InstanceShape {
+  int32_t gpus = 1;      // tp
+  int32_t attn_tp = 1;   // ranks sharing one attention batch (tp, or 1 with dp-attn)
+  int32_t dp_ranks = 1;  // attention batches (tp with dp-attn, else 1)
+  int32_t ep = 1;
+};
+
+class CostModel {
+ public:
+  CostModel(const ModelSpec& model, const HardwareSpec& hardware, const Efficiency& efficiency,
+            const std::string& precision, int32_t num_spec_tokens, const WorkerTopology& topology);
+
+  // Step time of the instance; `ranks` has one entry per DP rank.
+  StepCost step(std::span<const RankLoad> ranks) const;
+
+  const InstanceShape& shape() const { return shape_; }
+  double weight_bytes_per_gpu() const { return weight_bytes_per_gpu_; }
+  double kv_bytes_per_token_per_rank() const { return kv_bytes_per_token_rank_; }
+  // KV-cache tokens one rank can hold at this memory utilisation (<= 0: the model does not fit).
+  double kv_capacity_tokens(double gpu_memory_utilization) const;
+  // Prefill -> decode KV transfer of `prompt_tokens` (scale-out link unless both sides share
+  // the scale-up domain).
+  double kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) const;
+  // GEMM MFU at M rows (log-linear between 16 and 4096 rows).
+  double gemm_mfu(double rows) const;
+  // Decode batches run as CUDA graphs of fixed sizes; the batch is padded up to the next one.
+  static int64_t cuda_graph_padded(int64_t tokens);
+
+ private:
+  ModelSpec model_;
+  HardwareSpec hardware_;
+  Efficiency efficiency_;
+  InstanceShape shape_;
+  int32_t num_spec_tokens_ = 0;
+  double weight_bytes_expert_ = 0;      // one routed expert (all its layers count separately)
+  double dense_weight_bytes_rank_ = 0;  // non-expert weights read per rank per step
+  double dense_flops_per_token_rank_ = 0;
+  double lm_head_flops_per_sample_rank_ = 0;
+  double lm_head_bytes_rank_ = 0;
+  double ffn_weight_bytes_gpu_ = 0;
+  double ffn_flops_per_token_gpu_ = 0;
+  double weight_bytes_per_gpu_ = 0;
+  double kv_bytes_per_token_rank_ = 0;
+  double kv_bytes_per_token_total_ = 0;
+  double peak_dense_ = 0;
+  double peak_expert_ = 0;
+  double peak_attention_ = 0;
+  double link_bandwidth_ = 0;
+  double link_latency_ = 0;
+};
+
+}  // namespace ix::sim

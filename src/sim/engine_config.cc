@@ -1,0 +1,199 @@
+#include "sim/engine_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/engine_core.h"
+
+namespace ix::sim {
+
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+int32_t engine_gpus(const WorkerTopology& topology) {
+  return std::max({1, topology.tp, topology.ep});
+}
+
+Result<void> check_topology(const WorkerTopology& topology, std::string_view prefix, bool need_workers) {
+  if (topology.tp < 1)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}tp must be >= 1, got {}", prefix, topology.tp));
+  if (topology.ep < 1)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}ep must be >= 1, got {}", prefix, topology.ep));
+  const int32_t hi = std::max(topology.tp, topology.ep);
+  const int32_t lo = std::min(topology.tp, topology.ep);
+  if (hi % lo != 0)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}tp ({}) and --{}ep ({}) must divide one another", prefix,
+                                                         topology.tp, prefix, topology.ep));
+  if (need_workers && topology.num_workers < 1)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--{}workers must be >= 1 with disaggregation, got {}", prefix, topology.num_workers));
+  return {};
+}
+
+Result<std::string> read_optional(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::string();
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
+Result<SpecDecoding> parse_spec_decoding(const std::string& text) {
+  const std::string value = lower(text);
+  if (value == "none" || value.empty()) return SpecDecoding::kNone;
+  if (value == "mtp") return SpecDecoding::kMtp;
+  if (value == "draft_model" || value == "draft-model" || value == "eagle" || value == "eagle3")
+    return SpecDecoding::kDraftModel;
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("unknown spec-decoding '{}'; expected none, mtp or draft_model", text));
+}
+
+std::string spec_decoding_name(SpecDecoding spec) {
+  switch (spec) {
+    case SpecDecoding::kNone: return "none";
+    case SpecDecoding::kMtp: return "mtp";
+    case SpecDecoding::kDraftModel: return "draft_model";
+  }
+  return "none";
+}
+
+Result<FrameworkFamily> framework_family(const std::string& framework) {
+  std::string value = lower(framework);
+  for (std::string_view prefix : {"dynamo-", "mori-", "llmd-", "llm-d-"})
+    if (value.starts_with(prefix)) value = value.substr(prefix.size());
+  if (value.ends_with("-disagg")) value = value.substr(0, value.size() - 7);
+  if (value == "vllm" || value == "sim") return FrameworkFamily::kVllm;
+  if (value == "sglang") return FrameworkFamily::kSglang;
+  if (value == "trt" || value == "trtllm" || value == "trt-llm" || value == "tensorrt-llm")
+    return FrameworkFamily::kTrtllm;
+  if (value == "atom") return FrameworkFamily::kAtom;
+  return fail(
+      ErrorCode::kInvalidArgument,
+      fmt::format("unknown framework '{}'; expected vllm, sglang, trt or atom, optionally as dynamo-/mori-/llmd- "
+                  "or -disagg variants",
+                  framework));
+}
+
+std::string framework_family_name(FrameworkFamily family) {
+  switch (family) {
+    case FrameworkFamily::kVllm: return "vllm";
+    case FrameworkFamily::kSglang: return "sglang";
+    case FrameworkFamily::kTrtllm: return "trt";
+    case FrameworkFamily::kAtom: return "atom";
+  }
+  return "vllm";
+}
+
+int32_t total_gpus(const EngineConfig& config) {
+  if (config.disagg)
+    return config.prefill.num_workers * engine_gpus(config.prefill) +
+           config.decode.num_workers * engine_gpus(config.decode);
+  return std::max(1, config.num_replicas) * engine_gpus(WorkerTopology{1, config.tp, config.ep, config.dp_attn});
+}
+
+Result<void> validate(const EngineConfig& config) {
+  if (config.precision != "fp4" && config.precision != "fp8" && config.precision != "bf16")
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("unknown precision '{}'; expected fp4, fp8 or bf16", config.precision));
+  if (auto family = framework_family(config.framework); !family) return fail(family.error());
+  if (config.disagg) {
+    if (auto ok = check_topology(config.prefill, "prefill-", true); !ok) return ok;
+    if (auto ok = check_topology(config.decode, "decode-", true); !ok) return ok;
+  } else {
+    if (auto ok = check_topology(WorkerTopology{1, config.tp, config.ep, config.dp_attn}, "", false); !ok) return ok;
+    if (config.num_replicas < 1)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--replicas must be >= 1, got {}", config.num_replicas));
+  }
+  if (config.num_spec_tokens < 0 || config.num_spec_tokens > 16)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--num-spec-tokens must be in [0, 16], got {}", config.num_spec_tokens));
+  if (config.acceptance_length < 0)
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--acceptance-length must be >= 1 (or 0 for the model default), got {}", config.acceptance_length));
+  if (config.max_num_seqs < 1)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--max-num-seqs must be >= 1, got {}", config.max_num_seqs));
+  if (config.max_num_batched_tokens < 1)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--max-num-batched-tokens must be >= 1, got {}", config.max_num_batched_tokens));
+  if (config.long_prefill_token_threshold < 0)
+    return fail(ErrorCode::kInvalidArgument, "--long-prefill-token-threshold must be >= 0");
+  if (config.block_size < 1 || config.block_size > 4096)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--block-size must be in [1, 4096], got {}", config.block_size));
+  if (!(config.gpu_memory_utilization > 0 && config.gpu_memory_utilization <= 1))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--gpu-memory-utilization must be in (0, 1], got {}", config.gpu_memory_utilization));
+  if (config.max_model_len < 0) return fail(ErrorCode::kInvalidArgument, "--max-model-len must be >= 0");
+  if (!(config.jitter_sigma >= 0 && config.jitter_sigma < 1))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));
+  auto resolved = resolve_engine(config);
+  if (!resolved) return fail(resolved.error());
+  return {};
+}
+
+Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const CalibrationTable* calibration) {
+  if (config.precision != "fp4" && config.precision != "fp8" && config.precision != "bf16")
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("unknown precision '{}'; expected fp4, fp8 or bf16", config.precision));
+  Result<Catalog> catalog = config.catalog_dir.empty() ? Catalog::builtin() : Catalog::load_dir(config.catalog_dir);
+  if (!catalog) return fail(catalog.error());
+  auto hardware = catalog->hardware(config.hardware);
+  if (!hardware) return fail(hardware.error());
+  auto model = catalog->model(config.model);
+  if (!model) return fail(model.error());
+  auto family = framework_family(config.framework);
+  if (!family) return fail(family.error());
+
+  ResolvedEngine engine;
+  engine.config = config;
+  engine.hardware = **hardware;
+  engine.model = **model;
+  engine.family = *family;
+  engine.config.hardware = engine.hardware.name;
+  engine.config.model = engine.model.name;
+
+  CalibrationTable table;
+  if (calibration != nullptr) {
+    table = *calibration;
+  } else {
+    std::string text;
+    if (!config.catalog_dir.empty()) {
+      auto read = read_optional(std::filesystem::path(config.catalog_dir) / "calibration.json");
+      if (!read) return fail(read.error());
+      text = *read;
+    }
+    auto parsed = text.empty() ? CalibrationTable::builtin() : CalibrationTable::parse(text);
+    if (!parsed) return fail(parsed.error());
+    table = std::move(*parsed);
+  }
+  engine.efficiency =
+      table.lookup(engine.hardware.name, lower(config.framework), config.precision, &engine.calibration_group);
+  engine.calibration_source = table.source();
+
+  if (config.spec_decoding != SpecDecoding::kNone) {
+    engine.num_spec_tokens = config.num_spec_tokens > 0 ? config.num_spec_tokens : engine.model.default_num_spec_tokens;
+    engine.acceptance_length =
+        config.acceptance_length > 0 ? config.acceptance_length : engine.model.default_acceptance_length;
+    if (engine.acceptance_length < 1.0 || engine.acceptance_length > 1.0 + engine.num_spec_tokens)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--acceptance-length {} must be in [1, 1 + num-spec-tokens = {}]",
+                              engine.acceptance_length, 1 + engine.num_spec_tokens));
+  }
+  engine.max_model_len = config.max_model_len > 0 ? config.max_model_len : engine.model.max_position_embeddings;
+  return engine;
+}
+
+}  // namespace ix::sim

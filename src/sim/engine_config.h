@@ -1,0 +1,92 @@
+// What the simulated engine serves and how: model, hardware, parallelism, scheduler limits and
+// speculative decoding. One struct shared by `ixbench sim serve` (wall clock) and
+// `ixbench sim predict` (virtual clock), filled from the same command-line flags
+// (src/cli/engine_flags.h) or from a sweep row.
+//
+// Names follow the engines' own flags (vLLM: --max-num-seqs, --max-num-batched-tokens,
+// --block-size, --enable-prefix-caching, --gpu-memory-utilization) and the InferenceX matrix
+// (tp, ep, dp-attn, spec-decoding, prefill/decode workers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "sim/live_engine.h"
+
+namespace ix::sim {
+
+enum class SpecDecoding { kNone, kMtp, kDraftModel };
+
+// Engine families share a scheduler but have their own calibration (overheads, kernels).
+enum class FrameworkFamily { kVllm, kSglang, kTrtllm, kAtom };
+
+// One side of a disaggregated deployment (or the whole engine when not disaggregated).
+struct WorkerTopology {
+  int32_t num_workers = 1;  // engines of this kind
+  int32_t tp = 1;           // GPUs per engine (tensor parallel size)
+  int32_t ep = 1;           // expert-parallel size within the engine (divides tp)
+  bool dp_attn = false;     // data-parallel attention: tp ranks each with their own batch and KV
+};
+
+struct EngineConfig {
+  std::string model = "deepseek-r1";  // catalog name, alias or HF id (data/catalog/models.json)
+  std::string hardware = "h200";      // catalog name or runner label (data/catalog/hardware.json)
+  std::string precision = "fp8";      // bf16 | fp8 | fp4 (weights; fp4 = routed experts in fp4)
+  // Framework as the matrix names it (vllm, sglang, trt, atom, dynamo-sglang, mori-sglang, ...);
+  // selects the scheduler defaults and the calibration group.
+  std::string framework = "vllm";
+
+  // Single-engine parallelism (used when disagg is false).
+  int32_t tp = 1;
+  int32_t ep = 1;
+  bool dp_attn = false;
+  // Independent engines behind a least-loaded router (data parallel replicas).
+  int32_t num_replicas = 1;
+
+  // Prefill/decode disaggregation: separate prefill and decode engines with a KV transfer.
+  bool disagg = false;
+  WorkerTopology prefill;
+  WorkerTopology decode;
+
+  SpecDecoding spec_decoding = SpecDecoding::kNone;
+  int32_t num_spec_tokens = 0;     // draft tokens per step; 0 = model default
+  double acceptance_length = 0.0;  // mean tokens per verify step (golden AL); 0 = model default
+
+  int32_t max_num_seqs = 1024;
+  int32_t max_num_batched_tokens = 8192;
+  int32_t long_prefill_token_threshold = 0;  // 0 = no per-request cap below the token budget
+  int32_t block_size = 16;
+  bool enable_prefix_caching = true;
+  double gpu_memory_utilization = 0.9;
+  int32_t max_model_len = 0;  // 0 = the model's max_position_embeddings
+  uint64_t seed = 0;
+  double jitter_sigma = 0.0;  // lognormal step-time jitter (0 = deterministic step times)
+
+  // Catalog directory holding hardware.json, models.json, calibration.json; empty = the copies
+  // embedded at build time from data/catalog/.
+  std::string catalog_dir;
+};
+
+// Parses the matrix spellings: "none" | "mtp" | "draft_model"; "vllm", "dynamo-vllm", ... .
+Result<SpecDecoding> parse_spec_decoding(const std::string& text);
+std::string spec_decoding_name(SpecDecoding spec);
+Result<FrameworkFamily> framework_family(const std::string& framework);
+std::string framework_family_name(FrameworkFamily family);
+
+// Checks ranges and cross-field rules (ep divides tp, known model/hardware/precision, acceptance
+// length within 1..1+num_spec_tokens, ...); the error names the flag and the allowed values.
+Result<void> validate(const EngineConfig& config);
+
+// Total GPUs the configuration occupies (prefill + decode GPUs when disaggregated).
+int32_t total_gpus(const EngineConfig& config);
+
+// The wall-clock engine behind `ixbench sim serve`: runs the engine core on its own thread,
+// stepping when each step is due on `clock` (a steady clock in production; a FakeClock in tests
+// only together with a poll of the engine). `clock` must outlive the engine. Fails with a clear
+// message on an invalid config or unknown model/hardware.
+Result<std::unique_ptr<LiveEngine>> make_live_engine(const EngineConfig& config, const Clock& clock);
+
+}  // namespace ix::sim

@@ -1,0 +1,587 @@
+#include "sim/engine_core.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <queue>
+#include <unordered_map>
+
+#include "common/rng.h"
+#include "sim/kv_cache.h"
+
+namespace ix::sim {
+
+namespace {
+
+enum class Phase { kPending, kWaiting, kRunning, kTransfer, kDone };
+enum class Stage { kUnified, kPrefill, kDecode };
+
+struct Request {
+  uint64_t id = 0;
+  int32_t prompt = 0;
+  int32_t max_tokens = 0;
+  int32_t target = 0;
+  std::vector<uint64_t> hashes;
+  std::optional<uint64_t> session;
+  int64_t arrival_ns = 0;
+
+  Phase phase = Phase::kPending;
+  int32_t computed = 0;
+  int32_t output = 0;
+  int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
+  int32_t registered = 0;
+  std::vector<int32_t> blocks;
+  bool kv_preloaded = false;  // decode side of a disaggregated deployment
+  bool cancelled = false;
+  bool in_step = false;
+  int32_t instance = -1;
+  int32_t rank = -1;
+
+  int32_t step_tokens = 0;
+  bool step_spec = false;
+
+  CostBuckets mark{};
+  RequestCost cost;
+};
+
+struct Rank {
+  explicit Rank(int32_t blocks, int32_t block_size, bool caching) : pool(blocks, block_size, caching) {}
+  std::deque<Request*> waiting;
+  std::vector<Request*> running;
+  std::vector<Request*> scheduled;
+  BlockPool pool;
+  RankLoad load;
+};
+
+struct Instance {
+  Stage stage = Stage::kUnified;
+  std::unique_ptr<CostModel> cost;
+  std::vector<Rank> ranks;
+  bool busy = false;
+  int64_t step_end_ns = kNever;
+  StepCost step_cost;
+  CostBuckets cumulative{};
+
+  bool has_work() const {
+    for (const auto& rank : ranks)
+      if (!rank.waiting.empty() || !rank.running.empty()) return true;
+    return false;
+  }
+};
+
+struct TimedId {
+  int64_t time_ns;
+  uint64_t sequence;
+  uint64_t id;
+  bool operator>(const TimedId& other) const {
+    return time_ns != other.time_ns ? time_ns > other.time_ns : sequence > other.sequence;
+  }
+};
+using EventQueue = std::priority_queue<TimedId, std::vector<TimedId>, std::greater<TimedId>>;
+
+void add_buckets(CostBuckets& into, const CostBuckets& a, const CostBuckets& minus) {
+  for (size_t i = 0; i < into.size(); ++i) into[i] += a[i] - minus[i];
+}
+
+// Per-draft acceptance probability p such that the expected tokens per verify step,
+// 1 + p + p^2 + ... + p^k, equals the acceptance length.
+double acceptance_probability(double acceptance_length, int32_t drafts) {
+  if (drafts <= 0) return 0.0;
+  if (acceptance_length >= 1.0 + drafts) return 1.0;
+  double lo = 0.0, hi = 1.0;
+  for (int iteration = 0; iteration < 64; ++iteration) {
+    const double p = 0.5 * (lo + hi);
+    double sum = 1.0, term = 1.0;
+    for (int32_t i = 0; i < drafts; ++i) {
+      term *= p;
+      sum += term;
+    }
+    (sum < acceptance_length ? lo : hi) = p;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+struct EngineCore::Impl {
+  ResolvedEngine engine;
+  std::vector<Instance> instances;
+  int64_t now_ns = 0;
+  uint64_t next_id = 1;
+  uint64_t next_sequence = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests;
+  EventQueue arrivals;
+  EventQueue transfers;
+  Rng spec_rng;
+  Rng jitter_rng;
+  double accept_p = 0.0;
+  EngineMetrics counters;
+  bool record_costs = false;
+  std::unordered_map<uint64_t, RequestCost> costs;
+  int64_t api_overhead_ns = 0;
+
+  explicit Impl(const ResolvedEngine& resolved)
+      : engine(resolved),
+        spec_rng(Rng::stream(resolved.config.seed, "sim.spec_accept")),
+        jitter_rng(Rng::stream(resolved.config.seed, "sim.step_jitter")) {
+    accept_p = acceptance_probability(engine.acceptance_length, engine.num_spec_tokens);
+    api_overhead_ns = std::llround(engine.efficiency.api_overhead_s * 1e9);
+  }
+
+  const EngineConfig& config() const { return engine.config; }
+
+  // ---- routing -------------------------------------------------------------------------------
+  void route(Request* r, bool decode_side) {
+    const Stage wanted = config().disagg ? (decode_side ? Stage::kDecode : Stage::kPrefill) : Stage::kUnified;
+    int32_t best_instance = -1, best_rank = -1;
+    if (r->session) {
+      int32_t total = 0;
+      for (const auto& inst : instances)
+        if (inst.stage == wanted) total += int32_t(inst.ranks.size());
+      int32_t pick = int32_t(*r->session % uint64_t(std::max(total, 1)));
+      for (int32_t i = 0; i < int32_t(instances.size()) && best_instance < 0; ++i) {
+        if (instances[i].stage != wanted) continue;
+        if (pick < int32_t(instances[i].ranks.size())) {
+          best_instance = i;
+          best_rank = pick;
+        } else {
+          pick -= int32_t(instances[i].ranks.size());
+        }
+      }
+    } else {
+      size_t best_load = SIZE_MAX;
+      for (int32_t i = 0; i < int32_t(instances.size()); ++i) {
+        if (instances[i].stage != wanted) continue;
+        for (int32_t k = 0; k < int32_t(instances[i].ranks.size()); ++k) {
+          const auto& rank = instances[i].ranks[k];
+          const size_t load = rank.running.size() + rank.waiting.size();
+          if (load < best_load) {
+            best_load = load;
+            best_instance = i;
+            best_rank = k;
+          }
+        }
+      }
+    }
+    r->instance = best_instance;
+    r->rank = best_rank;
+    r->phase = Phase::kWaiting;
+    r->mark = instances[best_instance].cumulative;
+    instances[best_instance].ranks[best_rank].waiting.push_back(r);
+  }
+
+  // ---- scheduling ----------------------------------------------------------------------------
+  int32_t draft_count(const Request* r) const {
+    if (engine.num_spec_tokens <= 0) return 0;
+    return std::max(0, std::min(engine.num_spec_tokens, r->target - r->output - 1));
+  }
+
+  void schedule_one(Rank& rank, Request* r, int32_t tokens, bool decode, bool spec) {
+    r->step_tokens = tokens;
+    r->step_spec = spec;
+    r->in_step = true;
+    rank.scheduled.push_back(r);
+    rank.load.add(tokens, r->computed, decode, spec);
+    if (r->computed + tokens >= r->prompt + r->output) rank.load.sampled += 1;
+  }
+
+  void preempt(Rank& rank, Request* victim) {
+    rank.pool.release(victim->blocks);
+    victim->computed = 0;
+    victim->registered = 0;
+    victim->phase = Phase::kWaiting;
+    rank.waiting.push_front(victim);
+    counters.num_preemptions += 1;
+  }
+
+  void schedule(Rank& rank) {
+    rank.load = RankLoad{};
+    rank.scheduled.clear();
+    int64_t budget = config().max_num_batched_tokens;
+    const int64_t threshold =
+        config().long_prefill_token_threshold > 0 ? config().long_prefill_token_threshold : budget;
+    bool preempted = false;
+
+    for (size_t i = 0; i < rank.running.size() && budget > 0;) {
+      Request* r = rank.running[i];
+      const int32_t total = r->prompt + r->output;
+      const int32_t need = total - r->computed;
+      const bool decode = need == 1 && r->output > 0;
+      int32_t tokens = 0;
+      if (decode) {
+        tokens = int32_t(std::min<int64_t>(1 + draft_count(r), budget));
+      } else {
+        tokens = int32_t(std::min<int64_t>({need, threshold, budget}));
+      }
+      bool scheduled_self = true;
+      while (!rank.pool.allocate(r->blocks, r->computed + tokens, {}, 0)) {
+        Request* victim = rank.running.back();
+        rank.running.pop_back();
+        preempt(rank, victim);
+        preempted = true;
+        if (victim == r) {
+          scheduled_self = false;
+          break;
+        }
+      }
+      if (!scheduled_self) break;
+      schedule_one(rank, r, tokens, decode, decode && tokens > 1);
+      budget -= tokens;
+      ++i;
+    }
+
+    if (preempted) return;
+    const int32_t block_size = rank.pool.block_size();
+    while (!rank.waiting.empty() && int64_t(rank.running.size()) < config().max_num_seqs && budget > 0) {
+      Request* r = rank.waiting.front();
+      int32_t hit_blocks = 0;
+      const int32_t saved_computed = r->computed;
+      if (!r->kv_preloaded && r->computed == 0 && config().enable_prefix_caching) {
+        // The last prompt token is always recomputed, so at most (prompt - 1) / block_size blocks.
+        const size_t max_blocks = std::min(r->hashes.size(), size_t(std::max(0, (r->prompt - 1) / block_size)));
+        hit_blocks = rank.pool.count_cached(std::span<const uint64_t>(r->hashes).first(max_blocks));
+        r->computed = hit_blocks * block_size;
+      }
+      const int32_t total = r->prompt + r->output;
+      const int32_t need = total - r->computed;
+      const bool decode = need == 1 && r->output > 0;
+      const int32_t tokens = decode ? int32_t(std::min<int64_t>(1 + draft_count(r), budget))
+                                    : int32_t(std::min<int64_t>({need, threshold, budget}));
+      if (!rank.pool.allocate(r->blocks, r->computed + tokens, r->hashes, hit_blocks)) {
+        r->computed = saved_computed;
+        break;
+      }
+      if (r->cached < 0) {
+        r->cached = hit_blocks * block_size;
+        if (!r->kv_preloaded) {
+          counters.prefix_cache_queries += r->prompt;
+          counters.prefix_cache_hits += r->cached;
+          counters.prompt_tokens_total += r->prompt;
+        }
+      }
+      r->registered = hit_blocks;
+      rank.waiting.pop_front();
+      rank.running.push_back(r);
+      r->phase = Phase::kRunning;
+      schedule_one(rank, r, tokens, decode, decode && tokens > 1);
+      budget -= tokens;
+    }
+  }
+
+  void start_step(Instance& inst) {
+    bool any = false;
+    for (auto& rank : inst.ranks) {
+      schedule(rank);
+      any = any || rank.load.tokens > 0;
+    }
+    if (!any) return;
+    std::vector<RankLoad> loads;
+    loads.reserve(inst.ranks.size());
+    for (const auto& rank : inst.ranks) loads.push_back(rank.load);
+    StepCost cost = inst.cost->step(loads);
+    if (config().jitter_sigma > 0) {
+      const double sigma = config().jitter_sigma;
+      const double factor = std::exp(sigma * jitter_rng.normal() - 0.5 * sigma * sigma);
+      for (auto& value : cost.buckets) value *= factor;
+      cost.seconds *= factor;
+    }
+    inst.step_cost = cost;
+    inst.busy = true;
+    inst.step_end_ns = now_ns + std::max<int64_t>(1, std::llround(cost.seconds * 1e9));
+  }
+
+  // ---- step completion -----------------------------------------------------------------------
+  void emit(Request* r, int32_t new_tokens, const Sink& sink) {
+    TokenEvent event;
+    event.request_id = r->id;
+    event.time_ns = now_ns;
+    event.new_tokens = new_tokens;
+    event.total_output_tokens = r->output;
+    event.prompt_tokens = r->prompt;
+    event.cached_prompt_tokens = std::max(0, r->cached);
+    if (r->output >= r->target) event.finish = r->target < r->max_tokens ? FinishReason::kStop : FinishReason::kLength;
+    if (sink) sink(event);
+  }
+
+  void finish(Rank& rank, Instance& inst, Request* r) {
+    rank.pool.release(r->blocks);
+    r->phase = Phase::kDone;
+    add_buckets(r->cost.after_first_token, inst.cumulative, r->mark);
+    counters.request_success_total += 1;
+    if (record_costs) costs[r->id] = r->cost;
+  }
+
+  void first_token_reached(Request* r, const Instance& inst) {
+    add_buckets(r->cost.to_first_token, inst.cumulative, r->mark);
+    r->mark = inst.cumulative;
+  }
+
+  void finish_step(Instance& inst, const Sink& sink) {
+    inst.busy = false;
+    inst.step_end_ns = kNever;
+    for (size_t i = 0; i < inst.cumulative.size(); ++i) inst.cumulative[i] += inst.step_cost.buckets[i];
+    for (auto& rank : inst.ranks) {
+      const int32_t block_size = rank.pool.block_size();
+      for (Request* r : rank.scheduled) {
+        r->in_step = false;
+        if (r->cancelled) continue;
+        r->computed += r->step_tokens;
+        const int32_t full_prompt_blocks =
+            std::min<int32_t>(std::min(r->computed, r->prompt) / block_size, int32_t(r->hashes.size()));
+        if (full_prompt_blocks > r->registered) {
+          rank.pool.register_blocks(r->blocks, r->hashes, r->registered, full_prompt_blocks);
+          r->registered = full_prompt_blocks;
+        }
+        if (r->computed < r->prompt + r->output) continue;  // more prefill chunks to go
+
+        if (inst.stage == Stage::kPrefill) {
+          // The prefill engine samples the first token, then ships the KV to a decode engine.
+          first_token_reached(r, inst);
+          rank.pool.release(r->blocks);
+          const double transfer_s = inst.cost->kv_transfer_seconds(r->prompt, false);
+          r->cost.to_first_token[kOther] += transfer_s;
+          r->phase = Phase::kTransfer;
+          transfers.push({now_ns + std::llround(transfer_s * 1e9), next_sequence++, r->id});
+          continue;
+        }
+        int32_t produced = 1;
+        if (r->step_spec) {
+          const int32_t drafts = r->step_tokens - 1;
+          int32_t accepted = 0;
+          while (accepted < drafts && spec_rng.uniform01() < accept_p) ++accepted;
+          produced += accepted;
+          counters.spec_decode_num_drafts += 1;
+          counters.spec_decode_num_draft_tokens += drafts;
+          counters.spec_decode_num_accepted_tokens += accepted;
+        }
+        produced = std::min(produced, r->target - r->output);
+        const bool first = r->output == 0;
+        r->output += produced;
+        r->computed = r->prompt + r->output - 1;
+        counters.generation_tokens_total += produced;
+        if (first) first_token_reached(r, inst);
+        emit(r, produced, sink);
+        if (r->output >= r->target) finish(rank, inst, r);
+      }
+      std::erase_if(rank.running, [](const Request* r) { return r->phase != Phase::kRunning; });
+      for (Request* r : rank.scheduled)
+        if (r->phase == Phase::kDone && !r->in_step) requests.erase(r->id);
+      rank.scheduled.clear();
+    }
+  }
+
+  void deliver_transfer(uint64_t id, const Sink& sink) {
+    auto it = requests.find(id);
+    if (it == requests.end()) return;
+    Request* r = it->second.get();
+    if (r->cancelled) {
+      requests.erase(it);
+      return;
+    }
+    r->output = 1;
+    counters.generation_tokens_total += 1;
+    emit(r, 1, sink);
+    if (r->output >= r->target) {
+      r->phase = Phase::kDone;
+      counters.request_success_total += 1;
+      if (record_costs) costs[r->id] = r->cost;
+      requests.erase(it);
+      return;
+    }
+    r->kv_preloaded = true;
+    r->computed = r->prompt;
+    r->registered = 0;
+    r->cached = std::max(0, r->cached);
+    route(r, true);
+  }
+
+  void start_idle() {
+    for (auto& inst : instances)
+      if (!inst.busy && inst.has_work()) start_step(inst);
+  }
+
+  int64_t next_event() const {
+    int64_t next = kNever;
+    if (!arrivals.empty()) next = std::min(next, arrivals.top().time_ns);
+    if (!transfers.empty()) next = std::min(next, transfers.top().time_ns);
+    for (const auto& inst : instances) {
+      if (inst.busy)
+        next = std::min(next, inst.step_end_ns);
+      else if (inst.has_work())
+        next = std::min(next, now_ns);
+    }
+    return next;
+  }
+
+  void run_until(int64_t until_ns, const Sink& sink) {
+    for (;;) {
+      start_idle();
+      const int64_t next = next_event();
+      if (next > until_ns || next == kNever) break;
+      now_ns = std::max(now_ns, next);
+      while (!arrivals.empty() && arrivals.top().time_ns <= now_ns) {
+        const uint64_t id = arrivals.top().id;
+        arrivals.pop();
+        auto it = requests.find(id);
+        if (it == requests.end()) continue;
+        if (it->second->cancelled) {
+          requests.erase(it);
+          continue;
+        }
+        route(it->second.get(), false);
+      }
+      while (!transfers.empty() && transfers.top().time_ns <= now_ns) {
+        const uint64_t id = transfers.top().id;
+        transfers.pop();
+        deliver_transfer(id, sink);
+      }
+      for (auto& inst : instances)
+        if (inst.busy && inst.step_end_ns <= now_ns) finish_step(inst, sink);
+    }
+    if (until_ns != kNever) now_ns = std::max(now_ns, until_ns);
+  }
+};
+
+EngineCore::EngineCore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EngineCore::~EngineCore() = default;
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& engine) {
+  auto impl = std::make_unique<Impl>(engine);
+  const EngineConfig& config = engine.config;
+  auto add_instances = [&](Stage stage, const WorkerTopology& topology, int32_t count) -> Result<void> {
+    for (int32_t w = 0; w < count; ++w) {
+      Instance inst;
+      inst.stage = stage;
+      inst.cost = std::make_unique<CostModel>(engine.model, engine.hardware, engine.efficiency, config.precision,
+                                              stage == Stage::kPrefill ? 0 : engine.num_spec_tokens, topology);
+      const double capacity_tokens = inst.cost->kv_capacity_tokens(config.gpu_memory_utilization);
+      const int64_t blocks = capacity_tokens > 0 ? int64_t(capacity_tokens / config.block_size) : 0;
+      if (blocks < 1)
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("{} does not fit on {} x {} (tp={}, precision {}): weights need {:.1f} GB per GPU of "
+                                "{:.0f} GB at gpu-memory-utilization {}; use more GPUs (--tp) or a lower precision",
+                                engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
+                                inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
+                                config.gpu_memory_utilization));
+      const int32_t ranks = inst.cost->shape().dp_ranks;
+      for (int32_t k = 0; k < ranks; ++k)
+        inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,
+                                config.enable_prefix_caching);
+      impl->instances.push_back(std::move(inst));
+    }
+    return {};
+  };
+  Result<void> added;
+  if (config.disagg) {
+    added = add_instances(Stage::kPrefill, config.prefill, config.prefill.num_workers);
+    if (added) added = add_instances(Stage::kDecode, config.decode, config.decode.num_workers);
+  } else {
+    WorkerTopology topology{1, config.tp, config.ep, config.dp_attn};
+    added = add_instances(Stage::kUnified, topology, config.num_replicas);
+  }
+  if (!added) return fail(added.error());
+  return std::unique_ptr<EngineCore>(new EngineCore(std::move(impl)));
+}
+
+Result<uint64_t> EngineCore::submit(CoreRequest request) {
+  Impl& s = *impl_;
+  const auto& config = s.engine.config;
+  if (request.prompt_tokens < 1) return fail(ErrorCode::kInvalidArgument, "prompt must have at least one token");
+  if (request.max_tokens < 1) return fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (int64_t(request.prompt_tokens) + request.max_tokens > s.engine.max_model_len)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the context window max_model_len={}",
+                            request.prompt_tokens, request.max_tokens, s.engine.max_model_len));
+  const int64_t need_blocks =
+      (int64_t(request.prompt_tokens) + request.max_tokens + s.engine.num_spec_tokens + config.block_size - 1) /
+      config.block_size;
+  for (const auto& inst : s.instances) {
+    if (need_blocks > inst.ranks.front().pool.num_blocks())
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("request needs {} KV blocks but one rank holds {}; lower prompt/max_tokens or raise "
+                              "--gpu-memory-utilization/--tp",
+                              need_blocks, inst.ranks.front().pool.num_blocks()));
+  }
+  auto r = std::make_unique<Request>();
+  r->id = s.next_id++;
+  r->prompt = request.prompt_tokens;
+  r->max_tokens = request.max_tokens;
+  r->target = std::clamp(request.output_tokens > 0 ? request.output_tokens : request.max_tokens, 1, request.max_tokens);
+  r->hashes = std::move(request.block_hashes);
+  r->session = request.session_id;
+  r->arrival_ns = std::max(request.arrival_ns, s.now_ns) + s.api_overhead_ns;
+  r->cost.to_first_token[kApi] = s.api_overhead_ns / 1e9;
+  const uint64_t id = r->id;
+  s.arrivals.push({r->arrival_ns, s.next_sequence++, id});
+  s.requests.emplace(id, std::move(r));
+  return id;
+}
+
+void EngineCore::cancel(uint64_t request_id) {
+  Impl& s = *impl_;
+  auto it = s.requests.find(request_id);
+  if (it == s.requests.end()) return;
+  Request* r = it->second.get();
+  if (r->cancelled || r->phase == Phase::kDone) return;
+  r->cancelled = true;
+  if (r->phase == Phase::kWaiting || r->phase == Phase::kRunning) {
+    auto& rank = s.instances[r->instance].ranks[r->rank];
+    std::erase(rank.waiting, r);
+    std::erase(rank.running, r);
+    rank.pool.release(r->blocks);
+  }
+  const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer;
+  r->phase = Phase::kDone;
+  // Still referenced by a step in flight or a queued event: erased when that is processed.
+  if (!r->in_step && !queued) s.requests.erase(it);
+}
+
+int64_t EngineCore::next_event_ns() const {
+  return impl_->next_event();
+}
+void EngineCore::run_until(int64_t until_ns, const Sink& sink) {
+  impl_->run_until(until_ns, sink);
+}
+int64_t EngineCore::now_ns() const {
+  return impl_->now_ns;
+}
+const ResolvedEngine& EngineCore::engine() const {
+  return impl_->engine;
+}
+void EngineCore::record_costs(bool enable) {
+  impl_->record_costs = enable;
+}
+
+std::optional<RequestCost> EngineCore::request_cost(uint64_t request_id) const {
+  auto it = impl_->costs.find(request_id);
+  if (it == impl_->costs.end()) return std::nullopt;
+  return it->second;
+}
+
+int32_t EngineCore::kv_blocks_per_rank(bool decode_side) const {
+  for (const auto& inst : impl_->instances) {
+    if (impl_->engine.config.disagg && (inst.stage == Stage::kDecode) != decode_side) continue;
+    return inst.ranks.front().pool.num_blocks();
+  }
+  return 0;
+}
+
+EngineMetrics EngineCore::metrics() const {
+  EngineMetrics m = impl_->counters;
+  double usage = 0;
+  int32_t pools = 0;
+  for (const auto& inst : impl_->instances) {
+    for (const auto& rank : inst.ranks) {
+      m.num_requests_running += int64_t(rank.running.size());
+      m.num_requests_waiting += int64_t(rank.waiting.size());
+      usage += rank.pool.usage();
+      ++pools;
+    }
+  }
+  m.kv_cache_usage_perc = pools > 0 ? usage / pools : 0.0;
+  return m;
+}
+
+}  // namespace ix::sim

@@ -1,0 +1,144 @@
+#include "sim/kv_cache.h"
+
+#include <cassert>
+
+namespace ix::sim {
+
+namespace {
+// SplitMix64 finaliser: a cheap, well-mixed 64-bit combine.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+std::vector<uint64_t> prompt_block_hashes(std::span<const int32_t> tokens, int32_t block_size) {
+  std::vector<uint64_t> hashes;
+  if (block_size <= 0) return hashes;
+  const size_t full = tokens.size() / size_t(block_size);
+  hashes.reserve(full);
+  uint64_t parent = 0x6a09e667f3bcc908ULL;
+  for (size_t b = 0; b < full; ++b) {
+    uint64_t h = mix(parent);
+    for (int32_t i = 0; i < block_size; ++i) h = mix(h ^ uint32_t(tokens[b * block_size + i]));
+    hashes.push_back(h);
+    parent = h;
+  }
+  return hashes;
+}
+
+BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching)
+    : num_blocks_(num_blocks),
+      block_size_(block_size),
+      prefix_caching_(prefix_caching),
+      ref_count_(num_blocks, 0),
+      hash_(num_blocks, 0),
+      has_hash_(num_blocks, 0),
+      prev_(num_blocks, kNil),
+      next_(num_blocks, kNil) {
+  for (int32_t block = 0; block < num_blocks; ++block) push_tail(block);
+}
+
+void BlockPool::unlink(int32_t block) {
+  const int32_t p = prev_[block];
+  const int32_t n = next_[block];
+  if (p != kNil)
+    next_[p] = n;
+  else
+    head_ = n;
+  if (n != kNil)
+    prev_[n] = p;
+  else
+    tail_ = p;
+  prev_[block] = next_[block] = kNil;
+  --num_free_;
+}
+
+void BlockPool::push_tail(int32_t block) {
+  prev_[block] = tail_;
+  next_[block] = kNil;
+  if (tail_ != kNil)
+    next_[tail_] = block;
+  else
+    head_ = block;
+  tail_ = block;
+  ++num_free_;
+}
+
+int32_t BlockPool::pop_head() {
+  const int32_t block = head_;
+  assert(block != kNil);
+  unlink(block);
+  if (has_hash_[block]) {
+    // Eviction: the cached content is overwritten.
+    auto it = cached_.find(hash_[block]);
+    if (it != cached_.end() && it->second == block) cached_.erase(it);
+    has_hash_[block] = 0;
+    ++evictions_;
+  }
+  return block;
+}
+
+int32_t BlockPool::count_cached(std::span<const uint64_t> hashes) const {
+  if (!prefix_caching_) return 0;
+  int32_t count = 0;
+  for (uint64_t h : hashes) {
+    if (cached_.find(h) == cached_.end()) break;
+    ++count;
+  }
+  return count;
+}
+
+bool BlockPool::allocate(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
+                         int32_t cached_blocks) {
+  const int32_t needed = (num_tokens + block_size_ - 1) / block_size_;
+  const bool take_cached = blocks.empty() && cached_blocks > 0;
+  const int32_t reuse = take_cached ? cached_blocks : 0;
+  const int32_t have = int32_t(blocks.size()) + reuse;
+  const int32_t fresh = std::max(0, needed - have);
+  // Cached blocks nobody holds sit in the free queue: touching them uses free capacity too.
+  int32_t evictable_hits = 0;
+  if (take_cached)
+    for (int32_t i = 0; i < reuse; ++i)
+      if (ref_count_[cached_.at(hashes[i])] == 0) ++evictable_hits;
+  if (fresh + evictable_hits > num_free_) return false;
+  if (take_cached) {
+    for (int32_t i = 0; i < reuse; ++i) {
+      const int32_t block = cached_.at(hashes[i]);
+      if (ref_count_[block]++ == 0) unlink(block);
+      blocks.push_back(block);
+    }
+  }
+  for (int32_t i = 0; i < fresh; ++i) {
+    const int32_t block = pop_head();
+    ref_count_[block] = 1;
+    blocks.push_back(block);
+  }
+  return true;
+}
+
+void BlockPool::release(std::vector<int32_t>& blocks) {
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    const int32_t block = *it;
+    assert(ref_count_[block] > 0);
+    if (--ref_count_[block] == 0) push_tail(block);
+  }
+  blocks.clear();
+}
+
+void BlockPool::register_blocks(std::span<const int32_t> blocks, std::span<const uint64_t> hashes, int32_t from,
+                                int32_t to) {
+  if (!prefix_caching_) return;
+  for (int32_t i = from; i < to; ++i) {
+    const int32_t block = blocks[i];
+    if (has_hash_[block]) continue;
+    if (cached_.find(hashes[i]) != cached_.end()) continue;  // same content already cached elsewhere
+    hash_[block] = hashes[i];
+    has_hash_[block] = 1;
+    cached_.emplace(hashes[i], block);
+  }
+}
+
+}  // namespace ix::sim

@@ -1,0 +1,68 @@
+// Paged KV cache of one rank with hash-chained prefix caching (vLLM v1 semantics).
+//
+// Blocks of `block_size` tokens. A full prompt block is keyed by hash(parent hash, its tokens)
+// (see prompt_block_hashes); a lookup walks a prompt's chain to the first miss. Freed blocks keep
+// their hash and stay reusable in an LRU free queue until a new allocation evicts them: blocks
+// are taken from the head of the queue, freed ones are appended to the tail.
+//
+// Thread-safety: none (owned by one scheduler).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace ix::sim {
+
+// Chained hashes of the full blocks of `tokens`: hash[i] covers tokens [0, (i+1)·block_size).
+std::vector<uint64_t> prompt_block_hashes(std::span<const int32_t> tokens, int32_t block_size);
+
+class BlockPool {
+ public:
+  BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  // Blocks that can be handed out now (free, including evictable cached blocks).
+  int32_t num_free() const { return num_free_; }
+  double usage() const { return num_blocks_ == 0 ? 0.0 : 1.0 - double(num_free_) / num_blocks_; }
+
+  // Number of leading blocks of `hashes` present in the cache (no state change).
+  int32_t count_cached(std::span<const uint64_t> hashes) const;
+
+  // Grows `blocks` (a request's block table) to hold `num_tokens` tokens. When `blocks` is empty
+  // and `cached_blocks` > 0, the first `cached_blocks` come from the prefix cache (they must have
+  // been counted by count_cached just before). Returns false, changing nothing, when there is not
+  // enough free space.
+  bool allocate(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
+                int32_t cached_blocks);
+  // Releases a request's blocks (last block first, so its tail is evicted first).
+  void release(std::vector<int32_t>& blocks);
+  // Registers `blocks[i]` under `hashes[i]` for i in [from, to) so later prompts can reuse them.
+  void register_blocks(std::span<const int32_t> blocks, std::span<const uint64_t> hashes, int32_t from, int32_t to);
+
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  static constexpr int32_t kNil = -1;
+  void unlink(int32_t block);
+  void push_tail(int32_t block);
+  int32_t pop_head();
+
+  int32_t num_blocks_;
+  int32_t block_size_;
+  bool prefix_caching_;
+  int32_t num_free_ = 0;
+  std::vector<int32_t> ref_count_;
+  std::vector<uint64_t> hash_;
+  std::vector<uint8_t> has_hash_;
+  std::vector<int32_t> prev_;
+  std::vector<int32_t> next_;
+  int32_t head_ = kNil;
+  int32_t tail_ = kNil;
+  std::unordered_map<uint64_t, int32_t> cached_;
+  int64_t evictions_ = 0;
+};
+
+}  // namespace ix::sim
