@@ -603,7 +603,7 @@ void check_component_scope(const MapView& top, const MasterConfig& config, Repor
                                  top.key_mark("kv-p2p-transfer").line));
     }
   }
-  if (config.disagg && !config.kv_p2p_transfer) {
+  if (config.disagg && config.multinode && !config.kv_p2p_transfer) {
     bool any_missing = false;
     for (const auto* entry : entries) {
       if (!entry->kv_p2p_transfer) {

@@ -1,0 +1,103 @@
+#include "config/yaml_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ix::config {
+namespace {
+
+YamlNode parse_ok(const std::string& text) {
+  auto node = parse_yaml(text, "t.yaml");
+  EXPECT_TRUE(node.has_value()) << (node ? "" : node.error().message());
+  return node ? *node : YamlNode{};
+}
+
+const YamlNode& value_of(const YamlNode& map, const std::string& key) {
+  for (const auto& [k, v] : map.entries) {
+    if (k.scalar == key) return v;
+  }
+  static YamlNode missing;
+  ADD_FAILURE() << "no key " << key;
+  return missing;
+}
+
+TEST(YamlTree, ResolvesPlainScalarsLikePyYaml) {
+  YamlNode doc =
+      parse_ok("a: 3_095_781\nb: yes\nc: Off\nd: 0.80\ne: 1e3\nf: \"8\"\ng: 0x1F\nh: -12\ni: 010\nj: .5\nk: 08\n");
+  EXPECT_EQ(value_of(doc, "a").as_int(), 3095781);
+  EXPECT_EQ(value_of(doc, "b").as_bool(), true);
+  EXPECT_EQ(value_of(doc, "c").as_bool(), false);
+  EXPECT_DOUBLE_EQ(*value_of(doc, "d").as_float(), 0.8);
+  EXPECT_FALSE(value_of(doc, "d").as_int().has_value());
+  // PyYAML 1.1: a float needs a dot, so "1e3" is a string.
+  EXPECT_FALSE(value_of(doc, "e").as_float().has_value());
+  EXPECT_EQ(value_of(doc, "e").as_string(), "1e3");
+  // Quoted scalars are always strings.
+  EXPECT_FALSE(value_of(doc, "f").as_int().has_value());
+  EXPECT_EQ(value_of(doc, "f").as_string(), "8");
+  EXPECT_EQ(value_of(doc, "g").as_int(), 31);
+  EXPECT_EQ(value_of(doc, "h").as_int(), -12);
+  EXPECT_EQ(value_of(doc, "i").as_int(), 8);  // octal
+  EXPECT_DOUBLE_EQ(*value_of(doc, "j").as_float(), 0.5);
+  EXPECT_EQ(value_of(doc, "k").as_string(), "08");  // not a valid octal: a string
+  EXPECT_FALSE(value_of(doc, "a").as_string().has_value());
+}
+
+TEST(YamlTree, MarksAreOneBasedLineAndColumn) {
+  YamlNode doc = parse_ok("top:\n  inner: [1, 22]\n");
+  const YamlNode& inner = value_of(value_of(doc, "top"), "inner");
+  EXPECT_EQ(inner.mark.line, 2);
+  EXPECT_EQ(inner.mark.column, 10);
+  ASSERT_EQ(inner.items.size(), 2u);
+  EXPECT_EQ(inner.items[1].mark.line, 2);
+  EXPECT_EQ(inner.items[1].mark.column, 14);
+}
+
+TEST(YamlTree, KeepsDuplicateKeysInDocumentOrder) {
+  YamlNode doc = parse_ok("a: 1\nb: 2\na: 3\n");
+  ASSERT_EQ(doc.entries.size(), 3u);
+  EXPECT_EQ(doc.entries[0].first.scalar, "a");
+  EXPECT_EQ(doc.entries[2].first.scalar, "a");
+  EXPECT_EQ(doc.entries[2].second.as_int(), 3);
+  EXPECT_EQ(doc.entries[2].first.mark.line, 3);
+}
+
+TEST(YamlTree, NullsAndEmptyDocuments) {
+  YamlNode doc = parse_ok("a:\nb: ~\nc: null\nd: 'null'\n");
+  EXPECT_TRUE(value_of(doc, "a").is_null());
+  EXPECT_TRUE(value_of(doc, "b").is_null());
+  EXPECT_TRUE(value_of(doc, "c").is_null());
+  EXPECT_EQ(value_of(doc, "d").as_string(), "null");
+  EXPECT_TRUE(parse_ok("").is_null());
+  EXPECT_TRUE(parse_ok("# only a comment\n").is_null());
+}
+
+TEST(YamlTree, AliasesCopyTheAnchoredNode) {
+  YamlNode doc = parse_ok("base: &w {tp: 8, ep: 1}\ncopy: *w\n");
+  const YamlNode& copy = value_of(doc, "copy");
+  ASSERT_TRUE(copy.is_map());
+  EXPECT_EQ(value_of(copy, "tp").as_int(), 8);
+  EXPECT_EQ(copy.mark.line, 2);
+}
+
+TEST(YamlTree, SyntaxErrorNamesFileLineColumn) {
+  auto node = parse_yaml("a: [1, 2\nb: 3\n", "configs/x.yaml");
+  ASSERT_FALSE(node.has_value());
+  EXPECT_EQ(node.error().code(), ErrorCode::kParse);
+  EXPECT_TRUE(node.error().message().starts_with("configs/x.yaml:")) << node.error().message();
+  EXPECT_NE(node.error().message().find("YAML syntax error"), std::string::npos);
+}
+
+TEST(YamlTree, DescribeNamesTheValue) {
+  YamlNode doc = parse_ok("a: eight\nb: 8\nc: true\nd: [1]\ne: {x: 1}\nf: 1.5\n");
+  EXPECT_EQ(value_of(doc, "a").describe(), "the string 'eight'");
+  EXPECT_EQ(value_of(doc, "b").describe(), "the integer 8");
+  EXPECT_EQ(value_of(doc, "c").describe(), "the boolean true");
+  EXPECT_EQ(value_of(doc, "d").describe(), "a list");
+  EXPECT_EQ(value_of(doc, "e").describe(), "a mapping");
+  EXPECT_EQ(value_of(doc, "f").describe(), "the number 1.5");
+}
+
+}  // namespace
+}  // namespace ix::config
