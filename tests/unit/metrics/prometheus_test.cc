@@ -1,0 +1,51 @@
+#include "metrics/prometheus.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace ix::metrics {
+namespace {
+
+TEST(Prometheus, SumsLabelSetsAndSkipsCommentsAndJunk) {
+  auto s = parse_prometheus_text(
+      "# HELP vllm:prefix_cache_queries_total Prefix cache queries\n"
+      "# TYPE vllm:prefix_cache_queries_total counter\n"
+      "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m}x\"} 100.0\n"
+      "vllm:prefix_cache_queries_total{engine=\"1\"} 50\r\n"
+      "vllm:num_requests_running 3 1700000000000\n"
+      "garbage line without value\n"
+      "bad_value{a=\"b\"} abc\n"
+      "unterminated{a=\"b 4\n");
+  EXPECT_EQ(s.at("vllm:prefix_cache_queries_total"), 150.0);
+  EXPECT_EQ(s.at("vllm:num_requests_running"), 3.0);
+  EXPECT_FALSE(s.contains("bad_value"));
+  EXPECT_FALSE(s.contains("unterminated"));
+}
+
+TEST(Prometheus, WindowSummaryFromVllmCounters) {
+  auto before = parse_prometheus_text(
+      "vllm:spec_decode_num_accepted_tokens_total 100\nvllm:spec_decode_num_drafts_total 100\n"
+      "vllm:spec_decode_num_draft_tokens_total 300\n"
+      "vllm:prefix_cache_queries_total 1000\nvllm:prefix_cache_hits_total 100\n");
+  auto after = parse_prometheus_text(
+      "vllm:spec_decode_num_accepted_tokens_total 250\nvllm:spec_decode_num_drafts_total 200\n"
+      "vllm:spec_decode_num_draft_tokens_total 600\n"
+      "vllm:prefix_cache_queries_total 3000\nvllm:prefix_cache_hits_total 1100\n");
+  auto w = server_window_summary(before, after, 2.5);
+  EXPECT_DOUBLE_EQ(w.at("spec_decode_acceptance_length").as_double(), 2.5);  // 1 + 150/100
+  EXPECT_DOUBLE_EQ(w.at("spec_decode_draft_acceptance_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(w.at("prefix_cache_hit_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(w.at("configured_acceptance_length").as_double(), 2.5);
+}
+
+TEST(Prometheus, SglangGaugesAndAbsentMetrics) {
+  auto after = parse_prometheus_text("sglang:spec_accept_length 3.1\nsglang:cache_hit_rate 0.25\n");
+  auto w = server_window_summary({}, after, std::nullopt);
+  EXPECT_DOUBLE_EQ(w.at("spec_decode_acceptance_length").as_double(), 3.1);
+  EXPECT_DOUBLE_EQ(w.at("prefix_cache_hit_rate").as_double(), 0.25);
+  EXPECT_TRUE(server_window_summary({}, {}, std::nullopt).empty());
+}
+
+}  // namespace
+}  // namespace ix::metrics
