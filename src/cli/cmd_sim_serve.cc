@@ -1,0 +1,142 @@
+// `ixbench sim serve`: the OpenAI-compatible simulator server (src/serve/). Engine flags are the
+// ones `sim predict` shares (engine_flags.h); this file adds the server, schedule-mode, tokenizer
+// and fault-injection flags. See docs/sim-serve.md.
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/engine_flags.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "serve/schedule_engines.h"
+#include "serve/sim_server.h"
+#include "serve/text_codec.h"
+
+namespace ix::cli {
+namespace {
+
+constexpr int32_t kScheduleModeDefaultMaxModelLen = 131072;
+
+struct SimServeFlags {
+  EngineFlags engine;
+  serve::SimServeOptions serve;
+  std::string served_model_name;
+  bool no_delay = false;
+  std::optional<double> fixed_ttft_ms;
+  std::optional<double> fixed_itl_ms;
+  std::string tokenizer = "auto";
+  std::string fault_error_codes = "500";
+};
+
+Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags) {
+  if (flags.tokenizer == "none") return serve::make_fallback_codec();
+  if (flags.tokenizer == "auto") {
+    auto codec = serve::make_tokenizer_codec(flags.engine.config.model, flags.served_model_name);
+    if (codec) return codec;
+    log::info("sim serve: no tokenizer found for model '{}' ({}); using approximate token counts",
+              flags.engine.config.model, codec.error().message());
+    return serve::make_fallback_codec();
+  }
+  auto codec = serve::make_tokenizer_codec(flags.tokenizer, flags.served_model_name);
+  if (!codec) return std::unexpected(codec.error().with_context("--tokenizer"));
+  return codec;
+}
+
+// --fault-seed defaults to --seed; an explicit --fault-seed wins.
+int run(SimServeFlags& flags, bool explicit_fault_seed) {
+  if (flags.fixed_ttft_ms.has_value() != flags.fixed_itl_ms.has_value()) {
+    return report_error(Error(ErrorCode::kInvalidArgument, "--fixed-ttft-ms and --fixed-itl-ms go together"));
+  }
+  bool fixed = flags.fixed_ttft_ms.has_value();
+  if (fixed && flags.no_delay) {
+    return report_error(
+        Error(ErrorCode::kInvalidArgument, "--no-delay and --fixed-ttft-ms/--fixed-itl-ms exclude each other"));
+  }
+  if (fixed && (*flags.fixed_ttft_ms < 0 || *flags.fixed_itl_ms < 0)) {
+    return report_error(Error(ErrorCode::kInvalidArgument, "--fixed-ttft-ms and --fixed-itl-ms must be >= 0"));
+  }
+  auto codes = serve::parse_error_codes(flags.fault_error_codes);
+  if (!codes) return report_error(codes.error());
+  flags.serve.faults.error_codes = *codes;
+  if (!explicit_fault_seed) flags.serve.faults.seed = flags.engine.config.seed;
+  flags.serve.seed = flags.engine.config.seed;
+  if (flags.served_model_name.empty()) flags.served_model_name = flags.engine.config.model;
+  flags.serve.model_name = flags.served_model_name;
+
+  const Clock& clock = steady_clock_instance();
+  std::unique_ptr<sim::LiveEngine> engine;
+  if (flags.no_delay || fixed) {
+    int32_t max_model_len =
+        flags.engine.config.max_model_len > 0 ? flags.engine.config.max_model_len : kScheduleModeDefaultMaxModelLen;
+    if (flags.no_delay) {
+      engine = std::make_unique<serve::NoDelayEngine>(max_model_len, clock);
+      flags.serve.engine_description =
+          fmt::format("no-delay engine (all tokens at once), max_model_len {}", max_model_len);
+    } else {
+      engine =
+          std::make_unique<serve::FixedScheduleEngine>(*flags.fixed_ttft_ms, *flags.fixed_itl_ms, max_model_len, clock);
+      flags.serve.engine_description = fmt::format("fixed schedule: ttft {} ms, itl {} ms, max_model_len {}",
+                                                   *flags.fixed_ttft_ms, *flags.fixed_itl_ms, max_model_len);
+    }
+  } else {
+    auto config = engine_config_from_flags(flags.engine);
+    if (!config) return report_error(config.error());
+    auto made = sim::make_live_engine(*config, clock);
+    if (!made) return report_error(made.error());
+    engine = std::move(*made);
+    flags.serve.engine_description = fmt::format(
+        "cost model: {} on {} tp{} ep{}{} ({}), spec {}", config->model, config->hardware, config->tp, config->ep,
+        config->dp_attn ? " dp-attn" : "", config->framework, sim::spec_decoding_name(config->spec_decoding));
+  }
+  auto codec = make_codec(flags);
+  if (!codec) return report_error(codec.error());
+  auto result = serve::run_until_signalled(flags.serve, std::move(engine), std::move(*codec));
+  return result ? kExitOk : report_error(result.error());
+}
+
+void setup(CLI::App& root, CommandRegistry& registry) {
+  CLI::App* group = find_or_add_group(root, "sim", "engine simulator");
+  CLI::App* cmd = group->add_subcommand(
+      "serve", "OpenAI-compatible server that streams tokens when the simulated engine produces them");
+  auto flags = std::make_shared<SimServeFlags>();
+  add_engine_flags(*cmd, flags->engine);
+  auto& s = flags->serve;
+  cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", s.port, "port to listen on (0 = a free port, printed on stdout)")->capture_default_str();
+  cmd->add_option("--threads", s.threads, "event-loop threads (0 = number of cores)")->capture_default_str();
+  cmd->add_option("--served-model-name", flags->served_model_name, "model name clients send (default: --model)");
+  cmd->add_option("--tokenizer", flags->tokenizer,
+                  "tokenizer.json path/dir or model name for exact token counts; 'auto' = from --model when "
+                  "available, 'none' = approximate counts")
+      ->capture_default_str();
+  cmd->add_flag("--no-delay", flags->no_delay,
+                "no cost model: every token is ready at once, streamed as fast as the client reads (capacity mode)");
+  cmd->add_option("--fixed-ttft-ms", flags->fixed_ttft_ms, "no cost model: first token this many ms after receipt");
+  cmd->add_option("--fixed-itl-ms", flags->fixed_itl_ms, "no cost model: then one token every this many ms");
+  cmd->add_option("--request-timeout-ms", s.request_timeout_ms, "a started request must arrive within this")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout-ms", s.idle_timeout_ms, "close keep-alive connections idle this long")
+      ->capture_default_str();
+  auto& f = s.faults;
+  cmd->add_option("--fault-seed", f.seed, "seed of the fault draws (default: --seed)");
+  cmd->add_option("--fault-error-rate", f.error_rate, "fraction of requests answered with an HTTP error");
+  cmd->add_option("--fault-error-codes", flags->fault_error_codes, "statuses for --fault-error-rate, e.g. 429,500,503")
+      ->capture_default_str();
+  cmd->add_option("--fault-stall-rate", f.stall_rate, "fraction of streams that stall mid-stream");
+  cmd->add_option("--fault-stall-ms", f.stall_ms, "stall length")->capture_default_str();
+  cmd->add_option("--fault-drop-rate", f.drop_rate, "fraction of streams whose connection is dropped mid-stream");
+  cmd->add_option("--fault-malformed-rate", f.malformed_rate, "fraction of streams with one malformed SSE event");
+  cmd->add_option("--fault-health-delay-ms", f.health_delay_ms, "/health answers 503 for this long after start");
+  cmd->add_option("--fault-short-rate", f.short_rate,
+                  "fraction of requests finishing early (fewer tokens than asked, finish_reason stop)");
+  registry.on_run(cmd, [flags, cmd] { return run(*flags, cmd->count("--fault-seed") > 0); });
+}
+
+}  // namespace
+
+IX_REGISTER_COMMAND(sim_serve, setup);
+
+}  // namespace ix::cli

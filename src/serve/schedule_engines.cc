@@ -1,0 +1,156 @@
+#include "serve/schedule_engines.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace ix::serve {
+
+Result<void> check_context_length(int32_t prompt_tokens, int32_t max_tokens, int32_t max_model_len) {
+  if (static_cast<int64_t>(prompt_tokens) + max_tokens > max_model_len) {
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} "
+                    "in the messages, {} in the completion). Please reduce the length of the messages or "
+                    "completion.",
+                    max_model_len, static_cast<int64_t>(prompt_tokens) + max_tokens, prompt_tokens, max_tokens));
+  }
+  return {};
+}
+
+FixedScheduleEngine::FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock)
+    : ttft_ns_(static_cast<int64_t>(ttft_ms * 1e6)),
+      itl_ns_(static_cast<int64_t>(itl_ms * 1e6)),
+      max_model_len_(max_model_len),
+      clock_(clock),
+      thread_([this] { run(); }) {}
+
+FixedScheduleEngine::~FixedScheduleEngine() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+Result<uint64_t> FixedScheduleEngine::submit(sim::GenerationRequest request, Sink sink) {
+  auto prompt_tokens = static_cast<int32_t>(request.prompt_token_ids.size());
+  if (request.max_tokens < 1) return fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (auto fits = check_context_length(prompt_tokens, request.max_tokens, max_model_len_); !fits) {
+    return std::unexpected(fits.error());
+  }
+  int64_t now = clock_.now_ns();
+  std::lock_guard lock(mutex_);
+  uint64_t id = next_id_++;
+  active_.emplace(id, Active{std::move(sink), now, request.max_tokens, 0, prompt_tokens});
+  bool was_empty = first_queue_.empty();
+  first_queue_.push_back({now + ttft_ns_, id});
+  counters_.prompt_tokens_total += prompt_tokens;
+  ++counters_.num_requests_running;
+  if (was_empty) wake_.notify_one();
+  return id;
+}
+
+void FixedScheduleEngine::cancel(uint64_t request_id) {
+  std::lock_guard lock(mutex_);
+  // Queue entries of a cancelled request are dropped lazily when they come up.
+  if (active_.erase(request_id) > 0) --counters_.num_requests_running;
+}
+
+sim::EngineMetrics FixedScheduleEngine::metrics() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+void FixedScheduleEngine::run() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    const Due* next = nullptr;
+    bool from_first = false;
+    if (!first_queue_.empty()) {
+      next = &first_queue_.front();
+      from_first = true;
+    }
+    if (!decode_queue_.empty() && (next == nullptr || decode_queue_.front().due_ns < next->due_ns)) {
+      next = &decode_queue_.front();
+      from_first = false;
+    }
+    if (next == nullptr) {
+      wake_.wait(lock);
+      continue;
+    }
+    int64_t now = clock_.now_ns();
+    if (next->due_ns > now) {
+      auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next->due_ns));
+      wake_.wait_until(lock, deadline);
+      continue;
+    }
+    Due due = *next;
+    if (from_first) {
+      first_queue_.pop_front();
+    } else {
+      decode_queue_.pop_front();
+    }
+    auto it = active_.find(due.id);
+    if (it == active_.end()) continue;  // cancelled
+    Active& request = it->second;
+    ++request.emitted;
+    sim::TokenEvent event;
+    event.request_id = due.id;
+    event.time_ns = due.due_ns;
+    event.new_tokens = 1;
+    event.total_output_tokens = request.emitted;
+    event.prompt_tokens = request.prompt_tokens;
+    bool last = request.emitted >= request.max_tokens;
+    event.finish = last ? sim::FinishReason::kLength : sim::FinishReason::kNone;
+    ++counters_.generation_tokens_total;
+    request.sink(event);
+    if (last) {
+      active_.erase(it);
+      --counters_.num_requests_running;
+      ++counters_.request_success_total;
+    } else {
+      // Sorted insertion for free: due + itl is monotone in due, and dues leave in order.
+      decode_queue_.push_back({due.due_ns + itl_ns_, due.id});
+    }
+  }
+}
+
+NoDelayEngine::NoDelayEngine(int32_t max_model_len, const Clock& clock)
+    : max_model_len_(max_model_len), clock_(clock) {}
+
+Result<uint64_t> NoDelayEngine::submit(sim::GenerationRequest request, Sink sink) {
+  auto prompt_tokens = static_cast<int32_t>(request.prompt_token_ids.size());
+  if (request.max_tokens < 1) return fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (auto fits = check_context_length(prompt_tokens, request.max_tokens, max_model_len_); !fits) {
+    return std::unexpected(fits.error());
+  }
+  uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  sim::TokenEvent event;
+  event.request_id = id;
+  event.time_ns = clock_.now_ns();
+  event.new_tokens = 1;
+  event.prompt_tokens = prompt_tokens;
+  for (int32_t index = 1; index <= request.max_tokens; ++index) {
+    event.total_output_tokens = index;
+    event.finish = index == request.max_tokens ? sim::FinishReason::kLength : sim::FinishReason::kNone;
+    sink(event);
+  }
+  prompt_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  generation_tokens_.fetch_add(request.max_tokens, std::memory_order_relaxed);
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+void NoDelayEngine::cancel(uint64_t) {}
+
+sim::EngineMetrics NoDelayEngine::metrics() const {
+  sim::EngineMetrics metrics;
+  metrics.prompt_tokens_total = prompt_tokens_.load(std::memory_order_relaxed);
+  metrics.generation_tokens_total = generation_tokens_.load(std::memory_order_relaxed);
+  metrics.request_success_total = requests_.load(std::memory_order_relaxed);
+  return metrics;
+}
+
+}  // namespace ix::serve

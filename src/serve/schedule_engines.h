@@ -1,0 +1,103 @@
+// LiveEngines that need no cost model, for `ixbench sim serve --fixed-ttft-ms/--fixed-itl-ms` and
+// `--no-delay`: exact, predictable schedules to test clients against and to measure the HTTP
+// front's own capacity.
+//
+// FixedScheduleEngine: the first token of a request is produced `ttft_ms` after submit(), then one
+// token every `itl_ms`, always `max_tokens` tokens (finish kLength). Event times are on an absolute
+// schedule (submit + ttft + i·itl): a late wake-up delivers the overdue events at once but never
+// shifts later ones (no drift). Events carry the scheduled time in time_ns. One thread delivers
+// all events; per event O(1) (two FIFO queues: every request has the same ttft and itl, so both
+// queues stay sorted by due time).
+//
+// NoDelayEngine: every token of a request is produced at submit() time: all events are delivered
+// inline, from inside submit(), before it returns (the one deviation from LiveEngine's "sinks run
+// on the engine's thread"). The HTTP front then sends them as fast as the peer reads them; this is
+// the capacity mode.
+//
+// Neither engine models prefix caching, KV usage or speculative decoding: those metrics stay 0.
+// Both reject prompts that with max_tokens exceed max_model_len (kInvalidArgument).
+//
+// Thread-safety: all methods may be called from any thread. Sinks must not call back into the
+// engine (they run under the engine's lock, which is what makes cancel() final: after cancel()
+// returns, no event of that request is delivered).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "sim/live_engine.h"
+
+namespace ix::serve {
+
+class FixedScheduleEngine final : public sim::LiveEngine {
+ public:
+  // `clock` must be a steady clock (the engine sleeps on std::chrono::steady_clock) and outlive
+  // the engine.
+  FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock);
+  ~FixedScheduleEngine() override;
+
+  Result<uint64_t> submit(sim::GenerationRequest request, Sink sink) override;
+  void cancel(uint64_t request_id) override;
+  sim::EngineMetrics metrics() const override;
+  int32_t max_model_len() const override { return max_model_len_; }
+
+ private:
+  struct Active {
+    Sink sink;
+    int64_t submit_ns = 0;
+    int32_t max_tokens = 0;
+    int32_t emitted = 0;
+    int32_t prompt_tokens = 0;
+  };
+  struct Due {
+    int64_t due_ns;
+    uint64_t id;
+  };
+  void run();
+
+  const int64_t ttft_ns_;
+  const int64_t itl_ns_;
+  const int32_t max_model_len_;
+  const Clock& clock_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, Active> active_;
+  std::deque<Due> first_queue_;   // waiting for their first token, sorted by due time
+  std::deque<Due> decode_queue_;  // waiting for their next token, sorted by due time
+  sim::EngineMetrics counters_;
+  std::thread thread_;
+};
+
+class NoDelayEngine final : public sim::LiveEngine {
+ public:
+  NoDelayEngine(int32_t max_model_len, const Clock& clock);
+
+  Result<uint64_t> submit(sim::GenerationRequest request, Sink sink) override;
+  // Nothing is ever pending after submit() returns; cancel() only exists for the interface.
+  void cancel(uint64_t request_id) override;
+  sim::EngineMetrics metrics() const override;
+  int32_t max_model_len() const override { return max_model_len_; }
+
+ private:
+  const int32_t max_model_len_;
+  const Clock& clock_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<int64_t> prompt_tokens_{0};
+  std::atomic<int64_t> generation_tokens_{0};
+  std::atomic<int64_t> requests_{0};
+};
+
+// The check both engines share (and the front applies before submit): prompt + max_tokens must
+// fit in max_model_len. The message follows vLLM's.
+Result<void> check_context_length(int32_t prompt_tokens, int32_t max_tokens, int32_t max_model_len);
+
+}  // namespace ix::serve

@@ -1,0 +1,142 @@
+#include "serve/serve_metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ix::serve {
+namespace {
+
+// vLLM v1's bucket boundaries (vllm/v1/metrics/loggers.py).
+std::vector<double> ttft_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+std::vector<double> tpot_buckets() {
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+}
+std::vector<double> e2e_buckets() {
+  return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+          30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+
+// Prometheus floats: integers without a fraction are fine, +Inf spelled so.
+std::string number(double value) {
+  return fmt::format("{}", value);
+}
+
+void gauge(std::string& out, std::string_view name, std::string_view help, std::string_view type,
+           std::string_view labels, double value) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n{}{{{}}} {}\n", name, help, name, type, name,
+                 labels, number(value));
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : upper_bounds_(std::move(upper_bounds)),
+      buckets_(std::make_unique<std::atomic<uint64_t>[]>(upper_bounds_.size() + 1)) {
+  for (size_t index = 0; index <= upper_bounds_.size(); ++index) buckets_[index].store(0);
+}
+
+void Histogram::observe(double value) {
+  if (!std::isfinite(value)) return;
+  size_t index =
+      static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) - upper_bounds_.begin());
+  buckets_[index].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<int64_t>(std::llround(value * 1e9)), std::memory_order_relaxed);
+}
+
+size_t Histogram::bucket_of(double value) const {
+  return static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) -
+                             upper_bounds_.begin());
+}
+
+void Histogram::merge(std::span<const uint32_t> counts, int64_t sum_ns) {
+  uint64_t total = 0;
+  for (size_t index = 0; index < counts.size() && index < bucket_count(); ++index) {
+    if (counts[index] == 0) continue;
+    buckets_[index].fetch_add(counts[index], std::memory_order_relaxed);
+    total += counts[index];
+  }
+  if (total == 0) return;
+  count_.fetch_add(total, std::memory_order_relaxed);
+  sum_ns_.fetch_add(sum_ns, std::memory_order_relaxed);
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view help, std::string_view labels) const {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t index = 0; index < upper_bounds_.size(); ++index) {
+    cumulative += buckets_[index].load(std::memory_order_relaxed);
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels,
+                   number(upper_bounds_[index]), cumulative);
+  }
+  cumulative += buckets_[upper_bounds_.size()].load(std::memory_order_relaxed);
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, cumulative);
+  fmt::format_to(std::back_inserter(out), "{}_sum{{{}}} {}\n", name, labels,
+                 number(static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9));
+  // _count equals the +Inf bucket, as Prometheus requires.
+  fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, cumulative);
+}
+
+ServeMetrics::ServeMetrics() : ttft_(ttft_buckets()), inter_token_(tpot_buckets()), e2e_(e2e_buckets()) {}
+
+void ServeMetrics::count_finished(sim::FinishReason reason) {
+  switch (reason) {
+    case sim::FinishReason::kLength: finished_length_.fetch_add(1, std::memory_order_relaxed); break;
+    case sim::FinishReason::kStop: finished_stop_.fetch_add(1, std::memory_order_relaxed); break;
+    case sim::FinishReason::kAbort: finished_abort_.fetch_add(1, std::memory_order_relaxed); break;
+    case sim::FinishReason::kNone: break;
+  }
+}
+
+std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_view model_name) const {
+  std::string out;
+  out.reserve(8192);
+  std::string labels = fmt::format("model_name=\"{}\"", model_name);
+  gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
+        static_cast<double>(engine.num_requests_running));
+  gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge", labels,
+        static_cast<double>(engine.num_requests_waiting));
+  gauge(out, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "gauge", labels,
+        engine.kv_cache_usage_perc);
+  gauge(out, "vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+        "counter", labels, static_cast<double>(engine.prefix_cache_queries));
+  gauge(out, "vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", "counter",
+        labels, static_cast<double>(engine.prefix_cache_hits));
+  gauge(out, "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", "counter", labels,
+        static_cast<double>(engine.num_preemptions));
+  gauge(out, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter", labels,
+        static_cast<double>(engine.prompt_tokens_total));
+  gauge(out, "vllm:generation_tokens_total", "Number of generation tokens processed.", "counter", labels,
+        static_cast<double>(engine.generation_tokens_total));
+  gauge(out, "vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_drafts));
+  gauge(out, "vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_draft_tokens));
+  gauge(out, "vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_accepted_tokens));
+  out += "# HELP vllm:request_success_total Count of successfully processed requests.\n";
+  out += "# TYPE vllm:request_success_total counter\n";
+  for (auto [reason, value] : {std::pair{"length", &finished_length_}, std::pair{"stop", &finished_stop_},
+                               std::pair{"abort", &finished_abort_}}) {
+    fmt::format_to(std::back_inserter(out), "vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels,
+                   reason, value->load(std::memory_order_relaxed));
+  }
+  ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
+  inter_token_.render(out, "vllm:time_per_output_token_seconds",
+                      "Histogram of time per output token in seconds (gap between consecutive outputs).", labels);
+  e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
+  gauge(out, "ixbench:profile_starts_total", "Calls of /start_profile.", "counter", labels,
+        static_cast<double>(profile_starts_.load(std::memory_order_relaxed)));
+  gauge(out, "ixbench:profile_stops_total", "Calls of /stop_profile.", "counter", labels,
+        static_cast<double>(profile_stops_.load(std::memory_order_relaxed)));
+  gauge(out, "ixbench:injected_faults_total", "Requests given an injected fault.", "counter", labels,
+        static_cast<double>(faults_.load(std::memory_order_relaxed)));
+  return out;
+}
+
+}  // namespace ix::serve

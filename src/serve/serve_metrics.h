@@ -1,0 +1,72 @@
+// The front's Prometheus metrics, with vLLM's names (`vllm:` prefix, model_name label), so
+// dashboards and scrapers written for vLLM read `ixbench sim serve` unchanged.
+//
+// Engine counters and gauges (running/waiting requests, KV usage, prefix cache, token totals,
+// speculative decoding) come from LiveEngine::metrics(); the front adds what it measures itself:
+// TTFT, per-event inter-token time (vLLM's time_per_output_token_seconds observes the gap between
+// consecutive outputs of a request), end-to-end latency histograms, finished requests by reason,
+// and profiling windows (/start_profile, /stop_profile).
+//
+// Thread-safety: observe_*/count_* are lock-free (relaxed atomics) and may be called from any
+// thread; render() reads a consistent-enough snapshot (each value atomically).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/live_engine.h"
+
+namespace ix::serve {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  // Appends the _bucket/_sum/_count lines of `name` with label `labels` (e.g. model_name="m").
+  void render(std::string& out, std::string_view name, std::string_view help, std::string_view labels) const;
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  // Batched observation: callers that see many values (every token of a stream) count them into
+  // `counts` (bucket_count() slots, indexed by bucket_of) and merge once.
+  size_t bucket_count() const { return upper_bounds_.size() + 1; }
+  size_t bucket_of(double value) const;
+  void merge(std::span<const uint32_t> counts, int64_t sum_ns);
+
+ private:
+  std::vector<double> upper_bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // one per bound, plus +Inf
+  std::atomic<uint64_t> count_{0};
+  std::atomic<int64_t> sum_ns_{0};  // values are seconds, summed in nanoseconds
+};
+
+class ServeMetrics {
+ public:
+  ServeMetrics();
+  void observe_ttft_s(double seconds) { ttft_.observe(seconds); }
+  void observe_inter_token_s(double seconds) { inter_token_.observe(seconds); }
+  Histogram& inter_token() { return inter_token_; }
+  void observe_e2e_s(double seconds) { e2e_.observe(seconds); }
+  void count_finished(sim::FinishReason reason);
+  void count_profile_start() { profile_starts_.fetch_add(1, std::memory_order_relaxed); }
+  void count_profile_stop() { profile_stops_.fetch_add(1, std::memory_order_relaxed); }
+  void count_fault() { faults_.fetch_add(1, std::memory_order_relaxed); }
+
+  // The whole /metrics text (Prometheus exposition format 0.0.4).
+  std::string render(const sim::EngineMetrics& engine, std::string_view model_name) const;
+
+ private:
+  Histogram ttft_;
+  Histogram inter_token_;
+  Histogram e2e_;
+  std::atomic<int64_t> finished_length_{0};
+  std::atomic<int64_t> finished_stop_{0};
+  std::atomic<int64_t> finished_abort_{0};
+  std::atomic<int64_t> profile_starts_{0};
+  std::atomic<int64_t> profile_stops_{0};
+  std::atomic<int64_t> faults_{0};
+};
+
+}  // namespace ix::serve

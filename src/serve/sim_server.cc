@@ -1,0 +1,678 @@
+#include "serve/sim_server.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/rng.h"
+#include "http/server.h"
+#include "serve/openai_request.h"
+#include "serve/serve_metrics.h"
+
+namespace ix::serve {
+
+// Everything the handlers share. Member order matters for destruction: the engine goes before the
+// metrics, because destroying the engine destroys its sinks, whose stream states merge their
+// last observations into the metrics.
+struct ServeState {
+  SimServeOptions options;
+  std::unique_ptr<TextCodec> codec;
+  ServeMetrics metrics;
+  FaultInjector faults;
+  int64_t start_ns = 0;
+  std::atomic<uint64_t> next_request{1};
+  std::mutex profile_mutex;
+  int64_t profile_started_ns = 0;  // 0 = no window open
+  std::unique_ptr<sim::LiveEngine> engine;
+
+  ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text)
+      : options(std::move(opts)),
+        codec(std::move(text)),
+        faults(options.faults, steady_clock_instance().now_ns()),
+        start_ns(steady_clock_instance().now_ns()),
+        engine(std::move(eng)) {}
+};
+
+struct SimServer::Impl {
+  std::unique_ptr<ServeState> state;
+  std::unique_ptr<http::HttpServer> http;
+};
+
+namespace {
+
+using http::PullResult;
+using http::PullStatus;
+using http::ServerResponse;
+
+constexpr size_t kInterTokenBuckets = 20;  // vLLM's 19 TPOT bounds + +Inf
+
+ServerResponse json_response(int status, std::string body) {
+  ServerResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+ServerResponse error_response(int status, std::string_view message, std::string_view type) {
+  return json_response(status, http::openai_error_json(status, message, type));
+}
+
+ServerResponse error_response(const ApiError& error) {
+  return error_response(error.status, error.message, error.type);
+}
+
+std::string_view error_type_for(int status) {
+  switch (status) {
+    case 404: return "NotFoundError";
+    case 429: return "RateLimitError";
+    case 500: return "InternalServerError";
+    case 503: return "ServiceUnavailableError";
+    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+  }
+}
+
+std::string_view finish_name(sim::FinishReason reason) {
+  switch (reason) {
+    case sim::FinishReason::kLength: return "length";
+    case sim::FinishReason::kStop: return "stop";
+    case sim::FinishReason::kAbort: return "abort";
+    case sim::FinishReason::kNone: return "null";
+  }
+  return "null";
+}
+
+// --- per-request stream state, shared by the engine's sink and the connection ------------------
+
+struct Run {
+  uint32_t events = 0;
+  int32_t tokens_each = 0;
+};
+
+struct StreamShared {
+  explicit StreamShared(ServeMetrics& m, int64_t received) : metrics(m), received_ns(received) {}
+  ~StreamShared() { metrics.inter_token().merge(inter_token_counts, inter_token_sum_ns); }
+
+  ServeMetrics& metrics;
+  const int64_t received_ns;
+  std::shared_ptr<http::Waker> waker;
+
+  std::mutex mutex;
+  std::vector<Run> runs;  // events not yet taken by the connection
+  bool finished = false;
+  sim::FinishReason finish = sim::FinishReason::kNone;
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;
+  int32_t total_tokens = 0;
+  bool wake_requested = false;
+  int64_t first_event_ns = 0;
+  int64_t last_event_ns = 0;
+  // Inter-token gaps are counted here and merged once (no shared atomics per token).
+  std::array<uint32_t, kInterTokenBuckets> inter_token_counts{};
+  int64_t inter_token_sum_ns = 0;
+};
+
+void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
+  bool notify = false;
+  {
+    std::lock_guard lock(shared.mutex);
+    if (shared.finished) return;
+    if (!shared.runs.empty() && shared.runs.back().tokens_each == event.new_tokens) {
+      ++shared.runs.back().events;
+    } else {
+      shared.runs.push_back({1, event.new_tokens});
+    }
+    shared.total_tokens = event.total_output_tokens;
+    shared.prompt_tokens = event.prompt_tokens;
+    shared.cached_tokens = event.cached_prompt_tokens;
+    if (shared.first_event_ns == 0) {
+      shared.first_event_ns = event.time_ns;
+      shared.metrics.observe_ttft_s(static_cast<double>(event.time_ns - shared.received_ns) / 1e9);
+    } else {
+      int64_t gap_ns = event.time_ns - shared.last_event_ns;
+      size_t bucket = shared.metrics.inter_token().bucket_of(static_cast<double>(gap_ns) / 1e9);
+      if (bucket < shared.inter_token_counts.size()) ++shared.inter_token_counts[bucket];
+      shared.inter_token_sum_ns += gap_ns;
+    }
+    shared.last_event_ns = event.time_ns;
+    if (event.finish != sim::FinishReason::kNone) {
+      shared.finished = true;
+      shared.finish = event.finish;
+      shared.metrics.observe_e2e_s(static_cast<double>(event.time_ns - shared.received_ns) / 1e9);
+    }
+    if (!shared.wake_requested) {
+      shared.wake_requested = true;
+      notify = true;
+    }
+  }
+  if (notify && shared.waker) shared.waker->wake();
+}
+
+// What a completion source needs to know about its request.
+struct StreamSpec {
+  ApiKind kind = ApiKind::kCompletion;
+  bool stream = false;
+  bool include_usage = false;
+  std::vector<std::string> stop;
+  FaultPlan faults;
+  std::string id;
+  int64_t created = 0;
+  size_t token_offset = 0;  // where in the codec's output cycle this request starts
+};
+
+// Renders a request's response from its engine events (streamed or, for stream=false, collected).
+class CompletionSource final : public http::BodySource {
+ public:
+  CompletionSource(ServeState& state, std::shared_ptr<StreamShared> shared, StreamSpec spec)
+      : state_(state), shared_(std::move(shared)), spec_(std::move(spec)) {
+    const std::string model = json_escape(state_.options.model_name);
+    const char* object = spec_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+    head_ =
+        fmt::format(R"({{"id":"{}","object":"{}","created":{},"model":"{}",)", spec_.id, object, spec_.created, model);
+    if (spec_.kind == ApiKind::kChat) {
+      prefix_ = "data: " + head_ + R"("choices":[{"index":0,"delta":{"content":")";
+      suffix_ = R"("},"logprobs":null,"finish_reason":null}]})"
+                "\n\n";
+    } else {
+      prefix_ = "data: " + head_ + R"("choices":[{"index":0,"text":")";
+      suffix_ = R"(","logprobs":null,"finish_reason":null,"stop_reason":null}]})"
+                "\n\n";
+    }
+    for (const auto& stop : spec_.stop) max_stop_bytes_ = std::max(max_stop_bytes_, stop.size());
+  }
+
+  ~CompletionSource() override { cancel_engine(); }
+
+  void set_engine_request(uint64_t id) { engine_request_ = id; }
+
+  PullResult pull(std::string& out, size_t budget_bytes, int64_t now_ns) override {
+    take_events();
+    if (spec_.stream && spec_.kind == ApiKind::kChat && !role_sent_) {
+      role_sent_ = true;
+      out += "data: " + head_ +
+             R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},)"
+             R"("logprobs":null,"finish_reason":null}]})"
+             "\n\n";
+    }
+    size_t start_size = out.size();
+    while (backlog_head_ < backlog_.size() && !stopped_) {
+      if (spec_.stream && out.size() - start_size >= budget_bytes) return {PullStatus::kMore, 0};
+      // Injected faults fire between events, after `*_after` events were sent.
+      if (spec_.faults.stall_after != 0 && events_sent_ == spec_.faults.stall_after && !stall_done_) {
+        if (stall_until_ns_ == 0) stall_until_ns_ = now_ns + spec_.faults.stall_ms * 1'000'000;
+        if (now_ns < stall_until_ns_) return {PullStatus::kWait, stall_until_ns_};
+        stall_done_ = true;
+      }
+      if (spec_.faults.drop_after != 0 && events_sent_ == spec_.faults.drop_after) {
+        cancel_engine();
+        state_.metrics.count_finished(sim::FinishReason::kAbort);
+        return {PullStatus::kAbort, 0};
+      }
+      if (spec_.faults.malformed_after != 0 && events_sent_ == spec_.faults.malformed_after && !malformed_done_) {
+        malformed_done_ = true;
+        if (spec_.stream) out += "data: " + head_ + R"("choices":[{"index":0,"text":)" + "\n\n";
+      }
+      Run& run = backlog_[backlog_head_];
+      int32_t tokens = run.tokens_each;
+      if (--run.events == 0) ++backlog_head_;
+      ++events_sent_;
+      bool last = finished_ && backlog_head_ == backlog_.size();
+      emit_event(out, tokens, last);
+    }
+    if (backlog_head_ == backlog_.size()) {
+      backlog_.clear();
+      backlog_head_ = 0;
+    }
+    if (stopped_ || (finished_ && backlog_.empty())) return finish(out);
+    return {PullStatus::kWait, 0};
+  }
+
+  void on_abort() override {
+    if (!ended_) state_.metrics.count_finished(sim::FinishReason::kAbort);
+    ended_ = true;
+    cancel_engine();
+  }
+
+ private:
+  void take_events() {
+    std::lock_guard lock(shared_->mutex);
+    shared_->wake_requested = false;
+    for (const Run& run : shared_->runs) {
+      if (!backlog_.empty() && backlog_.back().tokens_each == run.tokens_each && backlog_head_ < backlog_.size()) {
+        backlog_.back().events += run.events;
+      } else {
+        backlog_.push_back(run);
+      }
+    }
+    shared_->runs.clear();
+    finished_ = shared_->finished;
+    finish_ = shared_->finish;
+    prompt_tokens_ = shared_->prompt_tokens;
+    cached_tokens_ = shared_->cached_tokens;
+  }
+
+  // One engine event = one SSE event carrying `tokens` tokens of text.
+  void emit_event(std::string& out, int32_t tokens, bool last) {
+    const auto& cycle = state_.codec->output_tokens();
+    completion_tokens_ += tokens;
+    if (spec_.stop.empty()) {
+      if (spec_.stream) {
+        out += prefix_;
+        for (int32_t index = 0; index < tokens; ++index) out += cycle[next_token_index()].json_text;
+        if (last) {
+          out += final_suffix(finish_reason_name());
+        } else {
+          out += suffix_;
+        }
+      } else {
+        for (int32_t index = 0; index < tokens; ++index) text_ += cycle[next_token_index()].text;
+      }
+      return;
+    }
+    // With stop strings: check the text as it grows; cut at the first match and finish "stop".
+    // Text already sent is not held back (vLLM holds back a possible partial match; we do not).
+    std::string raw;
+    for (int32_t index = 0; index < tokens; ++index) raw += cycle[next_token_index()].text;
+    size_t tail_before = tail_.size();
+    tail_ += raw;
+    for (const auto& stop : spec_.stop) {
+      size_t found = tail_.find(stop);
+      if (found == std::string::npos) continue;
+      raw.resize(found > tail_before ? found - tail_before : 0);
+      stopped_ = true;
+      stop_reason_ = stop;
+      cancel_engine();
+      break;
+    }
+    if (tail_.size() > max_stop_bytes_) tail_.erase(0, tail_.size() - max_stop_bytes_);
+    if (spec_.stream) {
+      out += prefix_;
+      out += json_escape(raw);
+      out += (last || stopped_) ? final_suffix(finish_reason_name()) : suffix_;
+    } else {
+      text_ += raw;
+    }
+  }
+
+  size_t next_token_index() {
+    const size_t size = state_.codec->output_tokens().size();
+    size_t index = (spec_.token_offset + token_cursor_) % size;
+    ++token_cursor_;
+    return index;
+  }
+
+  std::string finish_reason_name() const {
+    if (stopped_) return "stop";
+    // A short-fault request was submitted with fewer tokens; it reports a natural stop.
+    if (spec_.faults.short_tokens != 0 && finish_ == sim::FinishReason::kLength) return "stop";
+    return std::string(finish_name(finish_));
+  }
+
+  std::string stop_reason_json() const { return stopped_ ? "\"" + json_escape(stop_reason_) + "\"" : "null"; }
+
+  std::string final_suffix(const std::string& reason) const {
+    if (spec_.kind == ApiKind::kChat) {
+      return fmt::format(R"("}},"logprobs":null,"finish_reason":"{}","stop_reason":{}}}]}})"
+                         "\n\n",
+                         reason, stop_reason_json());
+    }
+    return fmt::format(R"(","logprobs":null,"finish_reason":"{}","stop_reason":{}}}]}})"
+                       "\n\n",
+                       reason, stop_reason_json());
+  }
+
+  std::string usage_json() const {
+    return fmt::format(
+        R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}}})",
+        prompt_tokens_, prompt_tokens_ + completion_tokens_, completion_tokens_, cached_tokens_);
+  }
+
+  PullResult finish(std::string& out) {
+    ended_ = true;
+    sim::FinishReason counted = stopped_ || spec_.faults.short_tokens != 0 ? sim::FinishReason::kStop : finish_;
+    state_.metrics.count_finished(counted);
+    engine_done_ = true;
+    if (spec_.stream) {
+      if (spec_.include_usage) out += "data: " + head_ + R"("choices":[],"usage":)" + usage_json() + "}\n\n";
+      out += "data: [DONE]\n\n";
+      return {PullStatus::kEnd, 0};
+    }
+    std::string body;
+    std::string model = json_escape(state_.options.model_name);
+    if (spec_.kind == ApiKind::kChat) {
+      body = fmt::format(
+          R"({{"id":"{}","object":"chat.completion","created":{},"model":"{}","choices":[{{"index":0,"message":{{"role":"assistant","content":"{}","tool_calls":[]}},"logprobs":null,"finish_reason":"{}","stop_reason":{}}}],"usage":{}}})",
+          spec_.id, spec_.created, model, json_escape(text_), finish_reason_name(), stop_reason_json(), usage_json());
+    } else {
+      body = fmt::format(
+          R"({{"id":"{}","object":"text_completion","created":{},"model":"{}","choices":[{{"index":0,"text":"{}","logprobs":null,"finish_reason":"{}","stop_reason":{},"prompt_logprobs":null}}],"usage":{}}})",
+          spec_.id, spec_.created, model, json_escape(text_), finish_reason_name(), stop_reason_json(), usage_json());
+    }
+    // A malformed-fault non-streaming response is cut in the middle of its JSON.
+    if (spec_.faults.malformed_after != 0) body.resize(body.size() / 2);
+    out += body;
+    return {PullStatus::kEnd, 0};
+  }
+
+  void cancel_engine() {
+    if (engine_done_ || engine_request_ == 0) return;
+    engine_done_ = true;
+    bool finished = false;
+    {
+      std::lock_guard lock(shared_->mutex);
+      finished = shared_->finished;
+      shared_->finished = true;  // drop any event still in flight
+    }
+    if (!finished) state_.engine->cancel(engine_request_);
+  }
+
+  ServeState& state_;
+  std::shared_ptr<StreamShared> shared_;
+  StreamSpec spec_;
+  std::string head_;
+  std::string prefix_;
+  std::string suffix_;
+  uint64_t engine_request_ = 0;
+  bool engine_done_ = false;
+  bool ended_ = false;
+  // Events taken from the shared queue, not yet rendered.
+  std::vector<Run> backlog_;
+  size_t backlog_head_ = 0;
+  bool finished_ = false;
+  sim::FinishReason finish_ = sim::FinishReason::kNone;
+  int32_t prompt_tokens_ = 0;
+  int32_t cached_tokens_ = 0;
+  int32_t completion_tokens_ = 0;
+  int32_t events_sent_ = 0;
+  size_t token_cursor_ = 0;
+  bool role_sent_ = false;
+  int64_t stall_until_ns_ = 0;
+  bool stall_done_ = false;
+  bool malformed_done_ = false;
+  // Stop strings.
+  std::string tail_;
+  size_t max_stop_bytes_ = 0;
+  bool stopped_ = false;
+  std::string stop_reason_;
+  // Non-streaming text.
+  std::string text_;
+};
+
+// --- handlers ----------------------------------------------------------------------------------
+
+class Router {
+ public:
+  explicit Router(ServeState& state) : state_(state) {}
+
+  ServerResponse handle(http::ServerRequest& request, http::RequestContext& context) {
+    const std::string& path = request.path;
+    const std::string& method = request.method;
+    auto allow = [&](std::initializer_list<std::string_view> methods) {
+      for (auto allowed : methods) {
+        if (method == allowed) return true;
+      }
+      return false;
+    };
+    auto not_allowed = [&](std::string_view allowed) {
+      ServerResponse response = error_response(
+          405, fmt::format("method {} is not allowed for {} (allowed: {})", method, path, allowed), "BadRequestError");
+      response.headers.push_back({"allow", std::string(allowed)});
+      return response;
+    };
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+      if (!allow({"POST"})) return not_allowed("POST");
+      return completions(request, context, path == "/v1/chat/completions" ? ApiKind::kChat : ApiKind::kCompletion);
+    }
+    if (path == "/health") {
+      if (!allow({"GET", "HEAD"})) return not_allowed("GET");
+      if (!state_.faults.health_ready(steady_clock_instance().now_ns())) {
+        return error_response(503, "server is starting (injected /health delay)", "ServiceUnavailableError");
+      }
+      ServerResponse response;
+      response.content_type.clear();
+      return response;
+    }
+    if (path == "/v1/models") {
+      if (!allow({"GET"})) return not_allowed("GET");
+      return models();
+    }
+    if (path == "/metrics") {
+      if (!allow({"GET"})) return not_allowed("GET");
+      ServerResponse response;
+      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      response.body = state_.metrics.render(state_.engine->metrics(), state_.options.model_name);
+      return response;
+    }
+    if (path == "/tokenize") {
+      if (!allow({"POST"})) return not_allowed("POST");
+      return tokenize(request);
+    }
+    if (path == "/start_profile" || path == "/stop_profile") {
+      if (!allow({"POST", "GET"})) return not_allowed("POST");
+      return profile(path == "/start_profile");
+    }
+    if (path == "/version") {
+      if (!allow({"GET"})) return not_allowed("GET");
+      return json_response(200, R"({"version":"ixbench-sim"})");
+    }
+    return error_response(404, fmt::format("no route for {} {}", method, path), "NotFoundError");
+  }
+
+ private:
+  ServerResponse models() {
+    std::string model = json_escape(state_.options.model_name);
+    return json_response(
+        200, fmt::format(R"({{"object":"list","data":[{{"id":"{}","object":"model","created":{},"owned_by":"ixbench",)"
+                         R"("root":"{}","parent":null,"max_model_len":{},"permission":[]}}]}})",
+                         model, static_cast<int64_t>(std::time(nullptr)), model, state_.engine->max_model_len()));
+  }
+
+  ServerResponse profile(bool start) {
+    int64_t now = steady_clock_instance().now_ns();
+    std::lock_guard lock(state_.profile_mutex);
+    if (start) {
+      state_.metrics.count_profile_start();
+      state_.profile_started_ns = now;
+      log::info("profiling window started");
+    } else {
+      state_.metrics.count_profile_stop();
+      if (state_.profile_started_ns != 0) {
+        log::info("profiling window stopped after {:.3f} s",
+                  static_cast<double>(now - state_.profile_started_ns) / 1e9);
+      } else {
+        log::info("/stop_profile without an open profiling window");
+      }
+      state_.profile_started_ns = 0;
+    }
+    ServerResponse response;
+    response.content_type.clear();
+    return response;
+  }
+
+  // Token ids of a prompt: given ids as they are, text and chat messages through the codec.
+  std::expected<std::vector<int32_t>, ApiError> prompt_ids(const std::optional<std::string>& text,
+                                                           const std::optional<std::vector<int32_t>>& ids,
+                                                           const std::vector<ChatTurn>& messages, bool chat) {
+    std::vector<int32_t> out;
+    if (chat) {
+      auto rendered = state_.codec->render_chat(messages);
+      if (!rendered) return std::unexpected(ApiError{400, "BadRequestError", rendered.error().message()});
+      state_.codec->encode(*rendered, false, out);
+    } else if (ids) {
+      out = *ids;
+    } else if (text) {
+      state_.codec->encode(*text, true, out);
+    }
+    return out;
+  }
+
+  ServerResponse tokenize(const http::ServerRequest& request) {
+    auto parsed = parse_tokenize_request(request.body);
+    if (!parsed) return error_response(parsed.error());
+    auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat);
+    if (!ids) return error_response(ids.error());
+    std::string body = fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}]}})", ids->size(),
+                                   state_.engine->max_model_len(), fmt::join(*ids, ","));
+    return json_response(200, std::move(body));
+  }
+
+  ServerResponse completions(const http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {
+    auto parsed = parse_openai_request(request.body, kind);
+    if (!parsed) return error_response(parsed.error());
+    if (parsed->model && *parsed->model != state_.options.model_name) {
+      return error_response(404, fmt::format("The model `{}` does not exist.", *parsed->model), "NotFoundError");
+    }
+    auto ids_or = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, kind == ApiKind::kChat);
+    if (!ids_or) return error_response(ids_or.error());
+    std::vector<int32_t> ids = std::move(*ids_or);
+    const int64_t max_model_len = state_.engine->max_model_len();
+    const auto prompt_len = static_cast<int64_t>(ids.size());
+    if (prompt_len >= max_model_len) {
+      return error_response(400,
+                            fmt::format("This model's maximum context length is {} tokens. However, your request has "
+                                        "{} input tokens. Please reduce the length of the input messages.",
+                                        max_model_len, prompt_len),
+                            "BadRequestError");
+    }
+    int64_t max_tokens = parsed->max_tokens.value_or(kind == ApiKind::kChat ? max_model_len - prompt_len : 16);
+    if (prompt_len + max_tokens > max_model_len) {
+      return error_response(
+          400,
+          fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
+                      "the messages, {} in the completion). Please reduce the length of the messages or completion.",
+                      max_model_len, prompt_len + max_tokens, prompt_len, max_tokens),
+          "BadRequestError");
+    }
+
+    FaultPlan plan = state_.faults.plan(static_cast<int32_t>(max_tokens));
+    if (plan.any()) state_.metrics.count_fault();
+    if (plan.error_status != 0) {
+      return error_response(plan.error_status,
+                            fmt::format("injected fault: HTTP {} (--fault-error-rate)", plan.error_status),
+                            error_type_for(plan.error_status));
+    }
+
+    uint64_t sequence = state_.next_request.fetch_add(1, std::memory_order_relaxed);
+    uint64_t mixed = fnv1a64(fmt::format("{}:{}", state_.options.seed, sequence));
+    StreamSpec spec;
+    spec.kind = kind;
+    spec.stream = parsed->stream;
+    spec.include_usage = parsed->include_usage;
+    spec.stop = parsed->stop;
+    spec.faults = plan;
+    spec.id = fmt::format("{}-{:016x}{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);
+    spec.created = static_cast<int64_t>(std::time(nullptr));
+    spec.token_offset = static_cast<size_t>(mixed % state_.codec->output_tokens().size());
+
+    auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
+    shared->waker = context.waker();
+    auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));
+
+    sim::GenerationRequest generation;
+    generation.prompt_token_ids = std::move(ids);
+    generation.max_tokens = static_cast<int32_t>(plan.short_tokens != 0 ? plan.short_tokens : max_tokens);
+    generation.ignore_eos = parsed->ignore_eos;
+    if (parsed->user) generation.session_id = fnv1a64(*parsed->user);
+    auto submitted = state_.engine->submit(std::move(generation),
+                                           [shared](const sim::TokenEvent& event) { on_token_event(*shared, event); });
+    if (!submitted) {
+      return error_response(
+          submitted.error().code() == ErrorCode::kInvalidArgument ? 400 : 500, submitted.error().message(),
+          submitted.error().code() == ErrorCode::kInvalidArgument ? "BadRequestError" : "InternalServerError");
+    }
+    source->set_engine_request(*submitted);
+
+    ServerResponse response;
+    if (parsed->stream) {
+      response.content_type = "text/event-stream; charset=utf-8";
+      response.headers.push_back({"cache-control", "no-cache"});
+      response.body_mode = http::BodyMode::kChunked;
+    } else {
+      response.body_mode = http::BodyMode::kBuffered;
+    }
+    response.source = std::move(source);
+    return response;
+  }
+
+  ServeState& state_;
+};
+
+}  // namespace
+
+SimServer::SimServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SimServer::~SimServer() {
+  stop();
+}
+
+Result<std::unique_ptr<SimServer>> SimServer::start(const SimServeOptions& options,
+                                                    std::unique_ptr<sim::LiveEngine> engine,
+                                                    std::unique_ptr<TextCodec> codec) {
+  if (auto valid = validate(options.faults); !valid) return std::unexpected(valid.error());
+  if (!engine) return fail(ErrorCode::kInvalidArgument, "sim serve needs an engine");
+  if (!codec) codec = make_fallback_codec();
+  auto impl = std::make_unique<Impl>();
+  impl->state = std::make_unique<ServeState>(options, std::move(engine), std::move(codec));
+  http::ServerOptions server_options;
+  server_options.host = options.host;
+  server_options.port = options.port;
+  server_options.threads = options.threads;
+  server_options.request_timeout_ms = options.request_timeout_ms;
+  server_options.idle_timeout_ms = options.idle_timeout_ms;
+  auto router = std::make_shared<Router>(*impl->state);
+  auto server =
+      http::HttpServer::start(server_options, [router](http::ServerRequest& request, http::RequestContext& context) {
+        return router->handle(request, context);
+      });
+  if (!server) return std::unexpected(server.error());
+  impl->http = std::move(*server);
+  return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));
+}
+
+uint16_t SimServer::port() const {
+  return impl_->http ? impl_->http->port() : 0;
+}
+
+size_t SimServer::connection_count() const {
+  return impl_->http ? impl_->http->connection_count() : 0;
+}
+
+void SimServer::stop() {
+  // The HTTP side goes first: closing connections cancels their engine requests.
+  if (impl_->http) impl_->http->stop();
+}
+
+Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
+                                 std::unique_ptr<TextCodec> codec) {
+  // Block the signals before any thread starts, so every thread inherits the mask and the main
+  // thread alone receives them in sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  int64_t open_files = http::raise_open_file_limit();
+
+  std::string codec_description = codec ? codec->description() : make_fallback_codec()->description();
+  auto server = SimServer::start(options, std::move(engine), std::move(codec));
+  if (!server) return std::unexpected(server.error());
+  std::printf("listening on http://%s:%u\n", options.host.c_str(), static_cast<unsigned>((*server)->port()));
+  std::fflush(stdout);
+  log::info("sim serve: model '{}', {}; {}; open-file limit {}", options.model_name, options.engine_description,
+            codec_description, open_files);
+  int received = 0;
+  sigwait(&signals, &received);
+  log::info("sim serve: signal {} received, stopping", received);
+  (*server)->stop();
+  return {};
+}
+
+}  // namespace ix::serve

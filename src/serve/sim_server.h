@@ -1,0 +1,75 @@
+// `ixbench sim serve`: an OpenAI-compatible HTTP server in front of a sim::LiveEngine.
+//
+// Endpoints (vLLM's shapes):
+//   POST /v1/completions, /v1/chat/completions   streaming (SSE: `data: {json}\n\n` ... `data:
+//        [DONE]\n\n`, chunked transfer encoding) and non-streaming; chunks as vLLM's
+//        (text_completion / chat.completion.chunk; chat streams start with a role chunk whose
+//        content is ""); finish_reason on the last token's chunk; a usage chunk
+//        (choices: []) before [DONE] when stream_options.include_usage; usage carries
+//        prompt_tokens_details.cached_tokens.
+//   GET  /v1/models, /health (503 while --fault-health-delay-ms runs), /metrics (Prometheus,
+//        vLLM names), /version;  POST /tokenize;  POST|GET /start_profile, /stop_profile (record a
+//        profiling window, 200).
+//   Bad requests get 400 with OpenAI error JSON; unknown model 404; unknown path 404; wrong
+//   method 405.
+//
+// Tokens come from the engine as TokenEvents on the engine's thread; the front queues them per
+// request (run-length, so a burst costs O(1) memory) and wakes the connection, which renders every
+// event due at once into one write from pre-rendered chunk templates. With the NoDelayEngine the
+// whole output is due at submit, so the stream is paced only by how fast the client reads.
+//
+// Thread-safety: start() and stop() from one controlling thread; port()/connection_count() from
+// any thread. The engine and codec are owned by the server and outlive every connection.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "serve/fault_injector.h"
+#include "serve/text_codec.h"
+#include "sim/live_engine.h"
+
+namespace ix::serve {
+
+struct SimServeOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  int threads = 0;                         // event-loop threads; 0 = number of cores
+  std::string model_name = "ixbench-sim";  // the served model name (/v1/models, "model" fields)
+  uint64_t seed = 0;                       // response ids and output text offsets
+  FaultOptions faults;
+  int64_t request_timeout_ms = 30000;
+  int64_t idle_timeout_ms = 300000;
+  // One line describing the engine, for /v1/models' "ixbench" block and the start log.
+  std::string engine_description;
+};
+
+class SimServer {
+ public:
+  static Result<std::unique_ptr<SimServer>> start(const SimServeOptions& options,
+                                                  std::unique_ptr<sim::LiveEngine> engine,
+                                                  std::unique_ptr<TextCodec> codec);
+  ~SimServer();
+  SimServer(const SimServer&) = delete;
+  SimServer& operator=(const SimServer&) = delete;
+
+  uint16_t port() const;
+  size_t connection_count() const;
+  // Stops accepting, closes connections (their engine requests are cancelled), joins threads.
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit SimServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs a server until SIGINT/SIGTERM: prints "listening on http://<host>:<port>" as the first
+// stdout line (tests and scripts wait for it), logs the configuration to stderr.
+Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
+                                 std::unique_ptr<TextCodec> codec);
+
+}  // namespace ix::serve

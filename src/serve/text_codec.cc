@@ -1,0 +1,172 @@
+#include "serve/text_codec.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <span>
+
+#include "common/rng.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ix::serve {
+namespace {
+
+constexpr std::string_view kPassage =
+    "The benchmark measures how quickly a serving engine turns prompts into tokens under load. Each "
+    "request arrives with a prompt of known length and asks for a fixed number of output tokens. The "
+    "client records the time to the first token, the gaps between later tokens, and the time until the "
+    "last one. Throughput per GPU and interactivity trade against each other as concurrency grows, and "
+    "the frontier of that trade is what the dashboard shows for every model, engine and accelerator.";
+
+constexpr int32_t kFallbackVocabBase = 256;
+constexpr int32_t kFallbackVocabSize = 100000;
+constexpr size_t kMaxPieceBytes = 4;
+
+std::string plain_chat(const std::vector<ChatTurn>& messages) {
+  std::string text;
+  for (const auto& message : messages) text += fmt::format("<|{}|>\n{}\n", message.role, message.content);
+  text += "<|assistant|>\n";
+  return text;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+class FallbackCodec final : public TextCodec {
+ public:
+  FallbackCodec() {
+    // Output tokens: the passage's words with their leading space (one token per word).
+    std::string_view rest = kPassage;
+    while (!rest.empty()) {
+      size_t end = rest.find(' ', 1);
+      std::string word(rest.substr(0, end));
+      std::vector<int32_t> ids;
+      encode(word, false, ids);
+      output_tokens_.push_back({ids.empty() ? 0 : ids.front(), word, json_escape(word)});
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end);
+    }
+  }
+
+  void encode(std::string_view text, bool, std::vector<int32_t>& out) const override {
+    size_t pos = 0;
+    while (pos < text.size()) {
+      // A piece: leading whitespace run + up to 4 bytes of non-space (or a long whitespace run cut).
+      size_t start = pos;
+      while (pos < text.size() && is_space(text[pos]) && pos - start < kMaxPieceBytes) ++pos;
+      size_t word_start = pos;
+      while (pos < text.size() && !is_space(text[pos]) && pos - word_start < kMaxPieceBytes) ++pos;
+      // Do not cut a UTF-8 sequence in the middle.
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+      if (pos == start) ++pos;
+      uint64_t hash = fnv1a64(text.substr(start, pos - start));
+      out.push_back(kFallbackVocabBase + static_cast<int32_t>(hash % (kFallbackVocabSize - kFallbackVocabBase)));
+    }
+  }
+
+  Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override { return plain_chat(messages); }
+
+  bool exact() const override { return false; }
+  std::string description() const override {
+    return "approximate token counts (no tokenizer: whitespace-led pieces of at most 4 bytes; pass --tokenizer "
+           "for exact counts)";
+  }
+};
+
+class TokenizerCodec final : public TextCodec {
+ public:
+  TokenizerCodec(std::unique_ptr<tok::Tokenizer> tokenizer, std::optional<tok::ChatTemplate> chat)
+      : tokenizer_(std::move(tokenizer)), chat_(std::move(chat)) {
+    const auto& config = tokenizer_->config();
+    if (config.add_bos_token && config.bos_token) bos_id_ = tokenizer_->token_to_id(*config.bos_token);
+    for (int32_t id : tokenizer_->encode(kPassage, false)) {
+      std::string text = tokenizer_->decode(std::span<const int32_t>(&id, 1), false);
+      output_tokens_.push_back({id, text, json_escape(text)});
+    }
+  }
+
+  void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const override {
+    // vLLM tokenizes through transformers, whose fast Llama-style tokenizers prepend BOS when the
+    // config says add_bos_token (the HF core's post-processor alone may not).
+    size_t start = out.size();
+    tokenizer_->encode_into(text, add_special_tokens, out);
+    if (add_special_tokens && bos_id_ && (out.size() == start || out[start] != *bos_id_)) {
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(start), *bos_id_);
+    }
+  }
+
+  Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override {
+    if (!chat_) return plain_chat(messages);
+    std::vector<tok::ChatMessage> converted;
+    converted.reserve(messages.size());
+    for (const auto& message : messages) converted.push_back({message.role, message.content});
+    tok::ChatOptions options;
+    options.current_date = "2026-01-01";  // pinned so prompts (and their counts) are reproducible
+    return chat_->render(converted, options);
+  }
+
+  bool exact() const override { return true; }
+  std::string description() const override {
+    return fmt::format("exact token counts (tokenizer {}; chat template {})", tokenizer_->source(),
+                       chat_ ? std::string(tok::chat_family_name(chat_->family())) : "none: plain role format");
+  }
+
+ private:
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  std::optional<tok::ChatTemplate> chat_;
+  std::optional<int32_t> bos_id_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec,
+                                                        const std::string& model_name) {
+  auto tokenizer = tok::load_tokenizer(tokenizer_spec);
+  if (!tokenizer) return std::unexpected(tokenizer.error());
+  std::optional<tok::ChatTemplate> chat;
+  if (auto from_model = tok::ChatTemplate::for_model(model_name)) {
+    chat = *from_model;
+  } else if (auto from_spec = tok::ChatTemplate::for_model(tokenizer_spec)) {
+    chat = *from_spec;
+  }
+  auto codec = std::make_unique<TokenizerCodec>(std::move(*tokenizer), chat);
+  if (codec->output_tokens().empty()) {
+    return fail(ErrorCode::kInvalidArgument, "tokenizer " + tokenizer_spec + " gives no tokens for plain English text");
+  }
+  return std::unique_ptr<TextCodec>(std::move(codec));
+}
+
+std::unique_ptr<TextCodec> make_fallback_codec() {
+  return std::make_unique<FallbackCodec>();
+}
+
+std::string_view output_passage() {
+  return kPassage;
+}
+
+std::string json_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace ix::serve

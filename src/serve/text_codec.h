@@ -1,0 +1,77 @@
+// How the front turns prompts into token ids and output tokens into text.
+//
+// Two implementations:
+//  - the model's real tokenizer (`--tokenizer`, or resolved from `--model`): exact prompt token
+//    counts, the model's chat template, output text that re-encodes to the counted tokens;
+//  - a fallback when no tokenizer is available: an APPROXIMATE byte-level split (each
+//    whitespace-led word cut into pieces of at most 4 bytes, about what BPE gives on English
+//    text), chat messages joined in a plain "<|role|>\ncontent\n" format. Token ids are hashes of
+//    the pieces, so identical prompt prefixes still share ids (prefix caching works). Counts are
+//    not those of any real model; description() says so and the server logs it at start.
+//
+// Output text: a request's completion tokens cycle through a fixed English passage (its tokens
+// under the codec), starting at a per-request offset, so streamed text is readable and each
+// token's text is known (and pre-escaped for JSON) in advance: rendering a token is a memcpy.
+//
+// Thread-safety: immutable after construction; all members are const and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::serve {
+
+struct ChatTurn {
+  std::string role;
+  std::string content;
+};
+
+struct OutputToken {
+  int32_t id = 0;
+  std::string text;       // raw UTF-8
+  std::string json_text;  // `text` escaped for a JSON string (without quotes)
+};
+
+class TextCodec {
+ public:
+  virtual ~TextCodec() = default;
+  // Appends the ids of `text` to `out`. add_special_tokens: the tokenizer's post-processor
+  // template (e.g. BOS), as vLLM applies it to completion prompts (chat prompts: false, the chat
+  // template already holds them).
+  virtual void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const = 0;
+  // The prompt text of a conversation, ending with the assistant generation prompt. Fails
+  // (kInvalidArgument) on a role the model's chat template does not know.
+  virtual Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const = 0;
+  // Whether prompt counts are the served model's exact counts.
+  virtual bool exact() const = 0;
+  // One line for logs and /v1/models ("tokenizer deepseek_v3 (exact)" / "approximate ...").
+  virtual std::string description() const = 0;
+  // The output token cycle (never empty).
+  const std::vector<OutputToken>& output_tokens() const { return output_tokens_; }
+
+ protected:
+  std::vector<OutputToken> output_tokens_;
+};
+
+// The approximate codec described above.
+std::unique_ptr<TextCodec> make_fallback_codec();
+
+// The exact codec: `tokenizer_spec` is a tokenizer.json path, a directory holding one, or a model
+// name tok::resolve_tokenizer knows. The chat template is the family of `model_name` (or of
+// `tokenizer_spec`); when neither names a known family, chat prompts use the fallback format
+// (said in description()).
+Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec,
+                                                        const std::string& model_name);
+
+// The passage output tokens are drawn from.
+std::string_view output_passage();
+
+// `text` escaped for the inside of a JSON string (quotes, backslash, control characters).
+std::string json_escape(std::string_view text);
+
+}  // namespace ix::serve
