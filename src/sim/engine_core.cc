@@ -382,12 +382,16 @@ struct EngineCore::Impl {
     }
     r->output = 1;
     counters.generation_tokens_total += 1;
-    emit(r, 1, sink);
-    if (r->output >= r->target) {
+    const bool done = r->output >= r->target;
+    if (done) {
       r->phase = Phase::kDone;
       counters.request_success_total += 1;
       if (record_costs) costs[r->id] = r->cost;
-      requests.erase(it);
+    }
+    // The sink may submit new requests (invalidating iterators), so erase by id afterwards.
+    emit(r, 1, sink);
+    if (done) {
+      requests.erase(id);
       return;
     }
     r->kv_preloaded = true;

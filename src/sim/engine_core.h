@@ -84,7 +84,8 @@ class EngineCore {
   // Time of the next thing that happens on its own (arrival, transfer, step end); kNever if idle.
   int64_t next_event_ns() const;
   // Processes everything due at or before `until_ns`, in time order, then sets now to until_ns
-  // (unless kNever). Token events are passed to `sink`.
+  // (unless kNever). Token events are passed to `sink`, which may call submit() (closed-loop
+  // clients submit the next request when one finishes) but not run_until().
   void run_until(int64_t until_ns, const Sink& sink);
   int64_t now_ns() const;
 

@@ -1,0 +1,162 @@
+// `ixbench sim predict`: predicts the InferenceX fixed-length benchmark for each concurrency by
+// running the engine simulator in virtual time (src/sim/predict.h).
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/engine_flags.h"
+#include "common/json_io.h"
+#include "sim/predict.h"
+#include "sim/sweep_row.h"
+
+namespace ix::cli {
+namespace {
+
+struct PredictFlags {
+  EngineFlags engine;
+  int32_t isl = 0;
+  int32_t osl = 0;
+  std::vector<int32_t> concurrencies;
+  int32_t num_prompts = 0;
+  double random_range_ratio = 0.8;
+  double shared_prefix_fraction = 0.0;
+  std::vector<double> percentiles = {90, 99, 99.9};
+  std::string row;
+  std::string row_file;
+  std::string format = "json";
+  std::string result_dir;
+};
+
+std::string utc_date() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y%m%d-%H%M%S", &tm);
+  return buffer;
+}
+
+std::string table(const std::vector<sim::PredictPoint>& points) {
+  std::string out = fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14} {:>8}\n", "conc", "ttft_p50_ms",
+                                "tpot_p50_ms", "itl_p50_ms", "e2el_p50_s", "tput_per_gpu", "intvty_p50", "preempt");
+  for (const auto& p : points) {
+    auto get = [&](std::string_view key) {
+      auto it = p.result.find(key);
+      return it != p.result.end() && it->value().is_number() ? it->value().to_number<double>() : 0.0;
+    };
+    out += fmt::format("{:>6} {:>12.1f} {:>12.2f} {:>12.2f} {:>12.2f} {:>14.1f} {:>14.1f} {:>8}\n", p.conc,
+                       get("median_ttft_ms"), get("median_tpot_ms"), get("median_itl_ms"), get("median_e2el_ms") / 1000,
+                       get("tput_per_gpu"), get("median_intvty"), p.num_preemptions);
+  }
+  return out;
+}
+
+int run_predict(const PredictFlags& flags) {
+  auto config = engine_config_from_flags(flags.engine);
+  sim::PredictOptions options;
+  std::string row_text = flags.row;
+  if (!flags.row_file.empty()) {
+    std::ifstream in(flags.row_file);
+    if (!in)
+      return report_error(Error(ErrorCode::kNotFound, fmt::format("cannot read --row-file '{}'", flags.row_file)));
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    row_text = buffer.str();
+  }
+  if (!row_text.empty()) {
+    // The row decides the engine; flags it does not cover (limits, seed) still apply.
+    sim::EngineConfig base = flags.engine.config;
+    auto row = sim::parse_sweep_row_text(row_text, base);
+    if (!row) return report_error(row.error());
+    options.engine = row->engine;
+    options.model_id = row->model_id;
+    options.isl = row->isl;
+    options.osl = row->osl;
+    options.concurrencies = row->concurrencies;
+  } else {
+    if (!config) return report_error(config.error());
+    options.engine = *config;
+    options.model_id = flags.engine.config.model;
+  }
+  if (flags.isl > 0) options.isl = flags.isl;
+  if (flags.osl > 0) options.osl = flags.osl;
+  if (!flags.concurrencies.empty()) options.concurrencies = flags.concurrencies;
+  if (options.isl <= 0 || options.osl <= 0)
+    return report_error(Error(ErrorCode::kInvalidArgument, "--isl and --osl are required (or a --row that has them)"));
+  if (options.concurrencies.empty())
+    return report_error(Error(ErrorCode::kInvalidArgument, "--conc is required (or a --row that has conc)"));
+  options.num_prompts = flags.num_prompts;
+  options.random_range_ratio = flags.random_range_ratio;
+  options.shared_prefix_fraction = flags.shared_prefix_fraction;
+  options.metric_percentiles = flags.percentiles;
+  options.date = utc_date();
+
+  auto points = sim::predict(options);
+  if (!points) return report_error(points.error());
+  auto engine = sim::resolve_engine(options.engine);
+  if (!engine) return report_error(engine.error());
+
+  if (!flags.result_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(flags.result_dir, ec);
+    if (ec)
+      return report_error(
+          Error(ErrorCode::kIo, fmt::format("cannot create --result-dir '{}': {}", flags.result_dir, ec.message())));
+    for (const auto& point : *points) {
+      auto path = std::filesystem::path(flags.result_dir) /
+                  fmt::format("sim_{}_{}_{}_isl{}_osl{}_conc{}.json", engine->model.name, engine->hardware.name,
+                              options.engine.precision, options.isl, options.osl, point.conc);
+      if (auto ok = json::write_file(path, json::to_pretty_string(point.result)); !ok) return report_error(ok.error());
+    }
+  }
+  if (flags.format == "table") {
+    std::cout << table(*points);
+    return kExitOk;
+  }
+  boost::json::object out;
+  out["engine"] = sim::describe_engine(*engine);
+  out["isl"] = options.isl;
+  out["osl"] = options.osl;
+  out["random_range_ratio"] = options.random_range_ratio;
+  boost::json::array results;
+  for (auto& point : *points) results.push_back(std::move(point.result));
+  out["results"] = std::move(results);
+  std::cout << json::to_pretty_string(out);
+  return kExitOk;
+}
+
+void setup(CLI::App& root, CommandRegistry& registry) {
+  auto* group = find_or_add_group(root, "sim", "engine simulator");
+  auto* cmd = group->add_subcommand(
+      "predict", "predict a fixed-length benchmark sweep in virtual time (SPEC §4 result JSON per concurrency)");
+  auto flags = std::make_shared<PredictFlags>();
+  add_engine_flags(*cmd, flags->engine);
+  cmd->add_option("--isl", flags->isl, "input sequence length (max of the uniform range)");
+  cmd->add_option("--osl", flags->osl, "output sequence length (max of the uniform range)");
+  cmd->add_option("--conc", flags->concurrencies, "concurrencies, e.g. 1,4,16,64")->delimiter(',');
+  cmd->add_option("--num-prompts", flags->num_prompts, "requests per concurrency (default 10 x conc)");
+  cmd->add_option("--random-range-ratio", flags->random_range_ratio, "lengths uniform in [floor(r*L), L]")
+      ->capture_default_str();
+  cmd->add_option("--shared-prefix-fraction", flags->shared_prefix_fraction,
+                  "fraction of each prompt shared by all prompts (prefix-cache what-if)")
+      ->capture_default_str();
+  cmd->add_option("--metric-percentiles", flags->percentiles, "percentiles to report")->delimiter(',');
+  cmd->add_option("--row", flags->row, "a sweep row as JSON (as printed by ixbench sweep)");
+  cmd->add_option("--row-file", flags->row_file, "file holding a sweep row as JSON");
+  cmd->add_option("--format", flags->format, "json | table")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  cmd->add_option("--result-dir", flags->result_dir, "also write one raw result JSON per concurrency here");
+  registry.on_run(cmd, [flags] { return run_predict(*flags); });
+}
+
+}  // namespace
+IX_REGISTER_COMMAND(sim_predict, setup);
+}  // namespace ix::cli

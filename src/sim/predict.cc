@@ -1,0 +1,260 @@
+#include "sim/predict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "common/rng.h"
+#include "metrics/serve_result.h"
+
+namespace ix::sim {
+
+namespace {
+
+double number_or_zero(const boost::json::object& object, std::string_view key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->value().is_number()) return 0.0;
+  return it->value().to_number<double>();
+}
+
+// SPEC §5: tput_per_gpu and friends, and interactivity = 1000 / tpot_ms for every tpot statistic,
+// added beside the raw keys.
+void add_aggregates(boost::json::object& result, const EngineConfig& config, int32_t num_gpus) {
+  const double total = number_or_zero(result, "total_token_throughput");
+  const double output = number_or_zero(result, "output_throughput");
+  const double input = total - output;
+  int32_t decode_gpus = num_gpus;
+  int32_t prefill_gpus = num_gpus;
+  if (config.disagg) {
+    decode_gpus = config.decode.num_workers * std::max({1, config.decode.tp, config.decode.ep});
+    prefill_gpus = config.prefill.num_workers * std::max({1, config.prefill.tp, config.prefill.ep});
+  }
+  result["num_gpus"] = num_gpus;
+  result["tput_per_gpu"] = total / num_gpus;
+  result["output_tput_per_gpu"] = output / decode_gpus;
+  result["input_tput_per_gpu"] = input / prefill_gpus;
+  std::vector<std::pair<std::string, double>> intvty;
+  for (const auto& [key, value] : result) {
+    std::string_view name = key;
+    if (!name.ends_with("_tpot_ms") || !value.is_number()) continue;
+    const double tpot_ms = value.to_number<double>();
+    std::string stem(name.substr(0, name.size() - std::string_view("_tpot_ms").size()));
+    intvty.emplace_back(stem + "_intvty", tpot_ms > 0 ? 1000.0 / tpot_ms : 0.0);
+  }
+  for (auto& [key, value] : intvty) result[key] = value;
+}
+
+}  // namespace
+
+boost::json::object describe_engine(const ResolvedEngine& engine) {
+  const auto& c = engine.config;
+  const auto& e = engine.efficiency;
+  boost::json::object out;
+  out["model"] = engine.model.name;
+  out["model_source"] = engine.model.source;
+  out["hardware"] = engine.hardware.name;
+  out["hardware_source"] = engine.hardware.source;
+  out["precision"] = c.precision;
+  out["framework"] = c.framework;
+  out["framework_family"] = framework_family_name(engine.family);
+  if (c.disagg) {
+    auto side = [](const WorkerTopology& t) {
+      return boost::json::object{{"num-worker", t.num_workers}, {"tp", t.tp}, {"ep", t.ep}, {"dp-attn", t.dp_attn}};
+    };
+    out["prefill"] = side(c.prefill);
+    out["decode"] = side(c.decode);
+  } else {
+    out["tp"] = c.tp;
+    out["ep"] = c.ep;
+    out["dp-attn"] = c.dp_attn;
+    out["replicas"] = c.num_replicas;
+  }
+  out["spec_decoding"] = spec_decoding_name(c.spec_decoding);
+  out["num_spec_tokens"] = engine.num_spec_tokens;
+  out["acceptance_length"] = engine.num_spec_tokens > 0 ? engine.acceptance_length : 1.0;
+  out["max_num_seqs"] = c.max_num_seqs;
+  out["max_num_batched_tokens"] = c.max_num_batched_tokens;
+  out["block_size"] = c.block_size;
+  out["enable_prefix_caching"] = c.enable_prefix_caching;
+  out["gpu_memory_utilization"] = c.gpu_memory_utilization;
+  out["max_model_len"] = engine.max_model_len;
+  out["seed"] = c.seed;
+  out["calibration_group"] = engine.calibration_group;
+  out["calibration_source"] = engine.calibration_source;
+  out["efficiency"] = boost::json::object{{"mem_efficiency", e.mem_efficiency},
+                                          {"gemm_mfu_min", e.gemm_mfu_min},
+                                          {"gemm_mfu_max", e.gemm_mfu_max},
+                                          {"attention_mfu", e.attention_mfu},
+                                          {"link_efficiency", e.link_efficiency},
+                                          {"comm_overlap", e.comm_overlap},
+                                          {"step_overhead_s", e.step_overhead_s},
+                                          {"layer_overhead_s", e.layer_overhead_s},
+                                          {"request_overhead_s", e.request_overhead_s},
+                                          {"api_overhead_s", e.api_overhead_s},
+                                          {"kv_transfer_setup_s", e.kv_transfer_setup_s},
+                                          {"draft_cost_fraction", e.draft_cost_fraction},
+                                          {"fixed_scale", e.fixed_scale},
+                                          {"memory_scale", e.memory_scale},
+                                          {"compute_scale", e.compute_scale}};
+  return out;
+}
+
+Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
+  if (conc < 1) return fail(ErrorCode::kInvalidArgument, fmt::format("--conc values must be >= 1, got {}", conc));
+  if (options.isl < 1 || options.osl < 1)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--isl and --osl must be >= 1, got {} and {}", options.isl, options.osl));
+  if (!(options.random_range_ratio > 0 && options.random_range_ratio <= 1))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--random-range-ratio must be in (0, 1], got {}", options.random_range_ratio));
+  if (!(options.shared_prefix_fraction >= 0 && options.shared_prefix_fraction < 1))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--shared-prefix-fraction must be in [0, 1), got {}", options.shared_prefix_fraction));
+  const int32_t num_prompts = options.num_prompts > 0 ? options.num_prompts : 10 * conc;
+  auto created = EngineCore::create(engine);
+  if (!created) return fail(created.error());
+  EngineCore& core = **created;
+  core.record_costs(options.record_costs);
+
+  // Dataset: lengths and prompt block hashes, drawn before the run (as the client does).
+  const uint64_t seed = engine.config.seed;
+  Rng length_rng = Rng::stream(seed, "sim.predict.lengths");
+  Rng prompt_rng = Rng::stream(seed, "sim.predict.prompts");
+  const int32_t block_size = engine.config.block_size;
+  const auto low = [&](int32_t length) {
+    return std::max(1, int32_t(std::floor(options.random_range_ratio * length)));
+  };
+  std::vector<int32_t> input_lens(num_prompts), output_lens(num_prompts);
+  for (int32_t i = 0; i < num_prompts; ++i) {
+    input_lens[i] = int32_t(length_rng.uniform_int(low(options.isl), options.isl));
+    output_lens[i] = int32_t(length_rng.uniform_int(low(options.osl), options.osl));
+  }
+  std::vector<uint64_t> shared_prefix;
+  const int32_t shared_blocks = int32_t(options.shared_prefix_fraction * low(options.isl)) / block_size;
+  for (int32_t b = 0; b < shared_blocks; ++b) shared_prefix.push_back(prompt_rng.next());
+  auto make_request = [&](int32_t index, int64_t send_ns) {
+    CoreRequest request;
+    request.prompt_tokens = input_lens[index];
+    request.max_tokens = output_lens[index];
+    request.output_tokens = output_lens[index];
+    const int32_t full_blocks = input_lens[index] / block_size;
+    request.block_hashes.reserve(full_blocks);
+    for (int32_t b = 0; b < full_blocks; ++b)
+      request.block_hashes.push_back(b < shared_blocks ? shared_prefix[b] : prompt_rng.next());
+    request.arrival_ns = send_ns;
+    return request;
+  };
+
+  std::vector<metrics::RequestRecord> records(num_prompts);
+  std::vector<uint64_t> request_ids(num_prompts, 0);
+  std::vector<int32_t> index_of;  // request id - 1 -> dataset index
+  index_of.reserve(num_prompts);
+  int32_t next_index = 0;
+  std::optional<Error> submit_error;
+  auto send = [&](int64_t send_ns) {
+    const int32_t index = next_index++;
+    auto& record = records[index];
+    record.index = index;
+    record.prompt_len = input_lens[index];
+    record.expected_output_len = output_lens[index];
+    record.scheduled_ns = send_ns;
+    record.send_ns = send_ns;
+    record.content_event_ns.reserve(output_lens[index]);
+    record.tokens_per_event.reserve(output_lens[index]);
+    auto id = core.submit(make_request(index, send_ns));
+    if (!id) {
+      if (!submit_error) submit_error = id.error();
+      record.success = false;
+      record.error_kind = metrics::ErrorKind::kHttpStatus;
+      record.http_status = 400;
+      record.error_message = id.error().message();
+      record.end_ns = send_ns;
+      return;
+    }
+    request_ids[index] = *id;
+    if (index_of.size() < *id) index_of.resize(*id, -1);
+    index_of[*id - 1] = index;
+  };
+  for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
+  core.run_until(kNever, [&](const TokenEvent& event) {
+    auto& record = records[index_of[event.request_id - 1]];
+    if (record.first_token_ns == 0) {
+      record.first_token_ns = event.time_ns;
+      record.first_byte_ns = event.time_ns;
+    }
+    record.content_event_ns.push_back(event.time_ns);
+    record.tokens_per_event.push_back(event.new_tokens);
+    if (event.finish != FinishReason::kNone) {
+      record.success = true;
+      record.end_ns = event.time_ns;
+      record.output_len = event.total_output_tokens;
+      record.server_output_tokens = event.total_output_tokens;
+      if (next_index < num_prompts) send(event.time_ns);
+    }
+  });
+  if (submit_error) return fail(submit_error->with_context(fmt::format("conc {}", conc)));
+
+  int64_t end_ns = 0;
+  for (const auto& record : records) end_ns = std::max(end_ns, record.end_ns);
+  metrics::ServeRunInfo info;
+  info.date = options.date;
+  info.backend = framework_family_name(engine.family);
+  info.model_id = options.model_id.empty() ? engine.model.name : options.model_id;
+  info.tokenizer_id = info.model_id;
+  info.num_prompts = num_prompts;
+  info.request_rate = std::numeric_limits<double>::infinity();
+  info.max_concurrency = conc;
+  info.start_ns = 0;
+  info.end_ns = end_ns;
+  info.metric_percentiles = options.metric_percentiles;
+
+  PredictPoint point;
+  point.conc = conc;
+  point.num_gpus = total_gpus(engine.config);
+  point.result = metrics::build_serve_result(records, info);
+  add_aggregates(point.result, engine.config, point.num_gpus);
+  point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
+  point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
+  point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
+  point.tput_per_gpu = number_or_zero(point.result, "tput_per_gpu");
+  point.output_tput_per_gpu = number_or_zero(point.result, "output_tput_per_gpu");
+  point.duration_s = end_ns / 1e9;
+  point.num_preemptions = core.metrics().num_preemptions;
+  point.kv_blocks_per_rank = core.kv_blocks_per_rank(true);
+  if (options.record_costs) {
+    int32_t counted = 0;
+    for (int32_t i = 0; i < num_prompts; ++i) {
+      auto cost = core.request_cost(request_ids[i]);
+      if (!cost || records[i].output_len < 2) continue;
+      for (size_t b = 0; b < cost->to_first_token.size(); ++b) {
+        point.ttft_cost[b] += cost->to_first_token[b];
+        point.tpot_cost[b] += cost->after_first_token[b] / double(records[i].output_len - 1);
+      }
+      ++counted;
+    }
+    if (counted > 0)
+      for (size_t b = 0; b < point.ttft_cost.size(); ++b) {
+        point.ttft_cost[b] /= counted;
+        point.tpot_cost[b] /= counted;
+      }
+  }
+  return point;
+}
+
+Result<std::vector<PredictPoint>> predict(const PredictOptions& options) {
+  if (options.concurrencies.empty()) return fail(ErrorCode::kInvalidArgument, "--conc needs at least one concurrency");
+  if (auto ok = validate(options.engine); !ok) return fail(ok.error());
+  auto engine = resolve_engine(options.engine);
+  if (!engine) return fail(engine.error());
+  std::vector<PredictPoint> points;
+  for (int32_t conc : options.concurrencies) {
+    auto point = predict_point(*engine, options, conc);
+    if (!point) return fail(point.error());
+    points.push_back(std::move(*point));
+  }
+  return points;
+}
+
+}  // namespace ix::sim

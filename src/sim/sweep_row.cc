@@ -1,0 +1,177 @@
+#include "sim/sweep_row.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+
+#include "common/json_io.h"
+#include "sim/catalog.h"
+
+namespace ix::sim {
+
+namespace {
+
+Result<int32_t> int_field(const boost::json::object& object, std::string_view key, std::string_view where) {
+  auto value = json::get_int(object, key);
+  if (!value) return fail(value.error().with_context(where));
+  return static_cast<int32_t>(*value);
+}
+
+bool bool_field(const boost::json::object& object, std::string_view key) {
+  auto it = object.find(key);
+  if (it == object.end()) return false;
+  if (it->value().is_bool()) return it->value().as_bool();
+  if (it->value().is_string()) return it->value().as_string() == "true";
+  return false;
+}
+
+Result<WorkerTopology> parse_side(const boost::json::object& side, std::string_view name) {
+  std::string where = fmt::format("row.{}", name);
+  WorkerTopology topology;
+  auto workers = int_field(side, "num-worker", where);
+  if (!workers) return fail(workers.error());
+  auto tp = int_field(side, "tp", where);
+  if (!tp) return fail(tp.error());
+  topology.num_workers = *workers;
+  topology.tp = *tp;
+  topology.ep = 1;
+  if (side.contains("ep")) {
+    auto ep = int_field(side, "ep", where);
+    if (!ep) return fail(ep.error());
+    topology.ep = *ep;
+  }
+  topology.dp_attn = bool_field(side, "dp-attn");
+  return topology;
+}
+
+// "KEY=VALUE" entries of additional-settings.
+std::optional<std::string> setting(const boost::json::object& side, std::string_view key) {
+  auto it = side.find("additional-settings");
+  if (it == side.end() || !it->value().is_array()) return std::nullopt;
+  for (const auto& item : it->value().as_array()) {
+    if (!item.is_string()) continue;
+    std::string_view text = item.as_string();
+    if (text.size() > key.size() && text.starts_with(key) && text[key.size()] == '=')
+      return std::string(text.substr(key.size() + 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base) {
+  RowWorkload workload;
+  EngineConfig& config = workload.engine;
+  config = base;
+  auto model = json::get_string(row, "model");
+  if (!model) return fail(model.error().with_context("row"));
+  workload.model_id = *model;
+  config.model = *model;
+  // A checkpoint name the catalog does not know may still have a known model-prefix (dsr1, ...).
+  if (auto catalog = Catalog::builtin(); catalog && !catalog->model(*model)) {
+    if (auto prefix = json::get_string(row, "model-prefix"); prefix && catalog->model(*prefix)) config.model = *prefix;
+  }
+  auto runner = json::get_string(row, "runner");
+  if (!runner) return fail(runner.error().with_context("row"));
+  config.hardware = *runner;
+  auto precision = json::get_string(row, "precision");
+  if (!precision) return fail(precision.error().with_context("row"));
+  config.precision = *precision;
+  auto framework = json::get_string(row, "framework");
+  if (!framework) return fail(framework.error().with_context("row"));
+  config.framework = *framework;
+  if (row.contains("spec-decoding")) {
+    auto spec_text = json::get_string(row, "spec-decoding");
+    if (!spec_text) return fail(spec_text.error().with_context("row"));
+    auto spec = parse_spec_decoding(*spec_text);
+    if (!spec) return fail(spec.error().with_context("row"));
+    config.spec_decoding = *spec;
+  }
+  if (row.contains("isl")) {
+    auto isl = int_field(row, "isl", "row");
+    if (!isl) return fail(isl.error());
+    workload.isl = *isl;
+  }
+  if (row.contains("osl")) {
+    auto osl = int_field(row, "osl", "row");
+    if (!osl) return fail(osl.error());
+    workload.osl = *osl;
+  }
+  if (auto it = row.find("conc"); it != row.end()) {
+    if (it->value().is_int64()) {
+      workload.concurrencies.push_back(int32_t(it->value().as_int64()));
+    } else if (it->value().is_array()) {
+      for (const auto& item : it->value().as_array()) {
+        if (!item.is_int64()) return fail(ErrorCode::kParse, "row: 'conc' must be an integer or a list of integers");
+        workload.concurrencies.push_back(int32_t(item.as_int64()));
+      }
+    } else {
+      return fail(ErrorCode::kParse, "row: 'conc' must be an integer or a list of integers");
+    }
+  }
+
+  const bool has_sides = row.contains("prefill") && row.contains("decode");
+  if (has_sides) {
+    if (!row.at("prefill").is_object() || !row.at("decode").is_object())
+      return fail(ErrorCode::kParse, "row: 'prefill' and 'decode' must be objects");
+    const auto& prefill_object = row.at("prefill").as_object();
+    const auto& decode_object = row.at("decode").as_object();
+    auto prefill = parse_side(prefill_object, "prefill");
+    if (!prefill) return fail(prefill.error());
+    auto decode = parse_side(decode_object, "decode");
+    if (!decode) return fail(decode.error());
+    if (prefill->num_workers > 0 && decode->num_workers > 0) {
+      config.disagg = true;
+      config.prefill = *prefill;
+      config.decode = *decode;
+    } else {
+      // One side only: those workers serve everything (aggregated behind the router).
+      const WorkerTopology& only = prefill->num_workers > 0 ? *prefill : *decode;
+      config.disagg = false;
+      config.tp = only.tp;
+      config.ep = only.ep;
+      config.dp_attn = only.dp_attn;
+      config.num_replicas = std::max(1, only.num_workers);
+    }
+    for (const auto* side : {&decode_object, &prefill_object}) {
+      if (auto mtp = setting(*side, "DECODE_MTP_SIZE")) {
+        int32_t value = 0;
+        auto [ptr, ec] = std::from_chars(mtp->data(), mtp->data() + mtp->size(), value);
+        if (ec == std::errc() && value > 0) config.num_spec_tokens = value;
+      }
+      if (auto al = setting(*side, "SYNTHETIC_ACCEPTANCE_LENGTH")) {
+        try {
+          config.acceptance_length = std::stod(*al);
+        } catch (const std::exception&) {
+          return fail(ErrorCode::kParse, fmt::format("row: SYNTHETIC_ACCEPTANCE_LENGTH '{}' is not a number", *al));
+        }
+      }
+    }
+  } else {
+    auto tp = int_field(row, "tp", "row");
+    if (!tp) return fail(tp.error());
+    config.tp = *tp;
+    config.ep = 1;
+    if (row.contains("ep")) {
+      auto ep = int_field(row, "ep", "row");
+      if (!ep) return fail(ep.error());
+      config.ep = *ep;
+    }
+    config.dp_attn = bool_field(row, "dp-attn");
+    config.disagg = false;
+  }
+  if (auto ok = validate(config); !ok) return fail(ok.error().with_context("row"));
+  return workload;
+}
+
+Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineConfig& base) {
+  auto value = json::parse(text, "--row");
+  if (!value) return fail(value.error());
+  if (value->is_array() && value->as_array().size() == 1)
+    return parse_sweep_row_text(json::to_string(value->as_array()[0]), base);
+  if (!value->is_object()) return fail(ErrorCode::kParse, "--row: expected one JSON object (a sweep row)");
+  return parse_sweep_row(value->as_object(), base);
+}
+
+}  // namespace ix::sim
