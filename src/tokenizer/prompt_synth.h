@@ -60,8 +60,8 @@ class PromptSynth {
 
  private:
   PromptSynth(const Tokenizer& tokenizer, std::vector<std::string> words, std::vector<std::string> punct);
-  // Appends `count` pool tokens drawn from `rng_state` to `out`.
-  void append_tokens(size_t count, uint64_t stream_seed, std::string& out) const;
+  // Appends `count` pool tokens drawn from a stream of `seed` and `name` to `out`.
+  void append_tokens(size_t count, uint64_t seed, std::string_view name, std::string& out) const;
 
   const Tokenizer* tokenizer_;
   std::vector<std::string> words_;  // " word" forms
@@ -87,6 +87,8 @@ class StreamingTokenCounter {
   std::string pending_;
   size_t committed_tokens_ = 0;
   size_t bytes_ = 0;
+  static constexpr size_t kAttemptBytes = 2048;
+  size_t next_attempt_ = 0;  // pending_ size at which to try committing a stable prefix again
   std::vector<int32_t> scratch_;
 };
 

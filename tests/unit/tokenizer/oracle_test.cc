@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -99,7 +101,12 @@ TEST_P(OracleTest, EncodeAndDecodeMatchHfTokenizers) {
     encode.push_back({"Hello " + t + " world" + u + u + "\n\n" + t.substr(0, t.size() / 2) + " end", i % 2 == 0});
     encode.push_back({"  " + t + "  \n" + t + "x" + t.substr(1), false});
   }
-  for (int i = 0; i < 600; ++i) encode.push_back({random_text(rng, i < 500 ? 40 : 400), i % 5 == 0});
+  // IXBENCH_ORACLE_RANDOM_CASES scales the random part up for soak runs (default 600).
+  int random_cases = 600;
+  if (const char* env = std::getenv("IXBENCH_ORACLE_RANDOM_CASES")) random_cases = std::max(1, std::atoi(env));
+  for (int i = 0; i < random_cases; ++i) {
+    encode.push_back({random_text(rng, i % 6 == 5 ? 400 : 40), i % 5 == 0});
+  }
   // Long runs: whitespace, digits, letters, mixed.
   encode.push_back({std::string(20000, ' ') + "x" + std::string(5000, '\n') + std::string(3000, '\t'), false});
   encode.push_back({std::string(10000, '7'), false});
