@@ -1,0 +1,106 @@
+// Plans `sweep full-sweep` over both real master configs and reports wall time per stage
+// (median of N runs, one thread), against the 50 ms target for the whole matrix.
+//
+//   bench_sweep_plan [--runs N] [--shared DIR]
+//
+// DIR holds data/inferencex/{nvidia-master,amd-master,runners}.yaml; default: $IXBENCH_SHARED_DIR,
+// else ../shared beside the source tree.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/master_config.h"
+#include "sweep/planner.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 21;
+  std::filesystem::path shared;
+  if (const char* env = std::getenv("IXBENCH_SHARED_DIR")) shared = env;
+  if (shared.empty()) shared = std::filesystem::path(IXBENCH_SOURCE_DIR) / ".." / "shared";
+  for (int index = 1; index < argc; ++index) {
+    std::string arg = argv[index];
+    if (arg == "--runs" && index + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++index]));
+    } else if (arg == "--shared" && index + 1 < argc) {
+      shared = argv[++index];
+    } else {
+      fmt::print(stderr, "usage: bench_sweep_plan [--runs N] [--shared DIR]\n");
+      return 2;
+    }
+  }
+  std::filesystem::path data = shared / "data" / "inferencex";
+  std::vector<std::filesystem::path> files{data / "nvidia-master.yaml", data / "amd-master.yaml"};
+  std::filesystem::path runners = data / "runners.yaml";
+  for (const auto& path : {files[0], files[1], runners}) {
+    if (!std::filesystem::exists(path)) {
+      fmt::print(stderr, "bench_sweep_plan: {} not found; pass --shared DIR or set IXBENCH_SHARED_DIR\n",
+                 path.string());
+      return 1;
+    }
+  }
+
+  std::vector<double> load_ms;
+  std::vector<double> plan_ms;
+  std::vector<double> render_ms;
+  std::vector<double> total_ms;
+  size_t rows_count = 0;
+  size_t bytes = 0;
+  for (int run = 0; run < runs; ++run) {
+    auto start = Clock::now();
+    auto loaded = ix::config::load_configs(files, runners);
+    if (!loaded) {
+      fmt::print(stderr, "bench_sweep_plan: {}\n", loaded.error().message());
+      return 1;
+    }
+    double loaded_at = ms_since(start);
+    auto plan_start = Clock::now();
+    auto rows = ix::sweep::plan_full_sweep(loaded->configs, loaded->runners, ix::sweep::SweepOptions{});
+    if (!rows) {
+      fmt::print(stderr, "bench_sweep_plan: {}\n", rows.error().message());
+      return 1;
+    }
+    double planned = ms_since(plan_start);
+    auto render_start = Clock::now();
+    std::string text = ix::sweep::render_matrix(*rows);
+    double rendered = ms_since(render_start);
+    total_ms.push_back(ms_since(start));
+    load_ms.push_back(loaded_at);
+    plan_ms.push_back(planned);
+    render_ms.push_back(rendered);
+    rows_count = rows->size();
+    bytes = text.size();
+  }
+  constexpr double kTargetMs = 50.0;
+  double total = median(total_ms);
+  fmt::print("sweep full-sweep over nvidia-master.yaml + amd-master.yaml: {} rows, {} bytes of JSON, {} runs\n",
+             rows_count, bytes, runs);
+  fmt::print("  load+validate (read, YAML, rules) median {:8.2f} ms\n", median(load_ms));
+  fmt::print("  plan (expand, filter, eval marks) median {:8.2f} ms\n", median(plan_ms));
+  fmt::print("  render JSON                       median {:8.2f} ms\n", median(render_ms));
+  fmt::print("  total                             median {:8.2f} ms (min {:.2f}, max {:.2f})\n", total,
+             *std::min_element(total_ms.begin(), total_ms.end()), *std::max_element(total_ms.begin(), total_ms.end()));
+  fmt::print("  target {:.0f} ms: total is {:.2f}x the target ({})\n", kTargetMs, total / kTargetMs,
+             total <= kTargetMs ? "met" : "missed");
+  return 0;
+}
