@@ -1,17 +1,25 @@
 #include "support/server_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -133,6 +141,191 @@ ServerProcess::~ServerProcess() {
     close(stderr_fd_);
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+std::string RawResponse::header(const std::string& name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+Result<RawHttpClient> RawHttpClient::connect(uint16_t port, double timeout_s) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(ErrorCode::kIo, "socket() failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{static_cast<time_t>(timeout_s),
+             static_cast<suseconds_t>((timeout_s - static_cast<int64_t>(timeout_s)) * 1e6)};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return fail(ErrorCode::kUnavailable, "connect to 127.0.0.1:" + std::to_string(port) + " failed");
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return RawHttpClient(fd);
+}
+
+RawHttpClient::RawHttpClient(RawHttpClient&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), buffer_(std::move(other.buffer_)), eof_(other.eof_) {}
+
+RawHttpClient& RawHttpClient::operator=(RawHttpClient&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    buffer_ = std::move(other.buffer_);
+    eof_ = other.eof_;
+  }
+  return *this;
+}
+
+RawHttpClient::~RawHttpClient() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool RawHttpClient::send(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool RawHttpClient::fill(size_t size, int64_t deadline_ns) {
+  char chunk[65536];
+  while (buffer_.size() < size) {
+    if (eof_) return false;
+    int64_t remaining_ms = (deadline_ns - now_ns()) / 1'000'000;
+    if (remaining_ms <= 0) return false;
+    pollfd pfd{fd_, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(remaining_ms)) <= 0) continue;
+    ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool RawHttpClient::read_line(std::string& line, int64_t deadline_ns) {
+  while (true) {
+    size_t newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      line = buffer_.substr(0, newline);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      buffer_.erase(0, newline + 1);
+      return true;
+    }
+    if (!fill(buffer_.size() + 1, deadline_ns)) return false;
+  }
+}
+
+Result<RawResponse> RawHttpClient::read_response(double timeout_s) {
+  int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  RawResponse response;
+  std::string line;
+  // Skip interim 1xx responses.
+  while (true) {
+    if (!read_line(line, deadline)) return fail(ErrorCode::kUnavailable, "no HTTP status line received");
+    if (line.rfind("HTTP/1.", 0) != 0 || line.size() < 12) return fail(ErrorCode::kParse, "bad status line: " + line);
+    response.status = std::atoi(line.c_str() + 9);
+    response.headers.clear();
+    while (true) {
+      if (!read_line(line, deadline)) return fail(ErrorCode::kUnavailable, "connection ended inside headers");
+      if (line.empty()) break;
+      size_t colon = line.find(':');
+      std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+      response.headers.emplace_back(lower(line.substr(0, colon)), value);
+    }
+    if (response.status >= 200) break;
+  }
+  response.chunked = lower(response.header("transfer-encoding")).find("chunked") != std::string::npos;
+  if (response.chunked) {
+    while (true) {
+      if (!read_line(line, deadline)) return response;
+      size_t size = std::strtoul(line.c_str(), nullptr, 16);
+      if (size == 0) {
+        read_line(line, deadline);  // the blank line after the last chunk
+        response.complete = true;
+        return response;
+      }
+      if (!fill(size + 2, deadline)) return response;
+      response.chunks.push_back(buffer_.substr(0, size));
+      response.chunk_times_ns.push_back(now_ns());
+      response.body += response.chunks.back();
+      buffer_.erase(0, size + 2);
+    }
+  }
+  std::string length = response.header("content-length");
+  if (!length.empty()) {
+    size_t size = std::strtoul(length.c_str(), nullptr, 10);
+    if (!fill(size, deadline)) {
+      response.body = buffer_;
+      buffer_.clear();
+      return response;
+    }
+    response.body = buffer_.substr(0, size);
+    buffer_.erase(0, size);
+    response.complete = true;
+    return response;
+  }
+  // Neither: the body runs to the close.
+  while (fill(buffer_.size() + 1, deadline)) {
+  }
+  response.body = std::move(buffer_);
+  buffer_.clear();
+  response.complete = eof_;
+  return response;
+}
+
+bool RawHttpClient::wait_closed(double timeout_s) {
+  int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  while (fill(buffer_.size() + 1, deadline)) {
+  }
+  return eof_;
+}
+
+std::string make_post(const std::string& path, const std::string& json_body, const std::string& extra_headers) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(json_body.size()) + "\r\n" + extra_headers + "\r\n" + json_body;
+}
+
+std::string make_get(const std::string& path, const std::string& extra_headers) {
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
+}
+
+std::vector<std::string> sse_data_lines(const std::string& body) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    std::string_view line(body.data() + pos, end - pos);
+    if (line.rfind("data: ", 0) == 0) lines.emplace_back(line.substr(6));
+    pos = end + 1;
+  }
+  return lines;
 }
 
 }  // namespace ix::testing

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -53,5 +55,53 @@ class ServerProcess {
   std::string base_url_;
   std::string stderr_;
 };
+
+// A blocking loopback HTTP/1.1 client on a raw socket, for server conformance tests: it sends
+// exactly the bytes given (so tests can send malformed or partial requests) and parses responses
+// itself (Content-Length, chunked, or until close), recording when each chunk arrived.
+struct RawResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  std::string body;                                          // de-chunked
+  bool chunked = false;
+  std::vector<std::string> chunks;      // chunk payloads as framed by the server
+  std::vector<int64_t> chunk_times_ns;  // steady-clock arrival time of each chunk
+  bool complete = false;                // false: the connection ended before the body did
+
+  // Header value (first match, name lower-case), or "" when absent.
+  std::string header(const std::string& name) const;
+};
+
+class RawHttpClient {
+ public:
+  static Result<RawHttpClient> connect(uint16_t port, double timeout_s = 5.0);
+  RawHttpClient(RawHttpClient&& other) noexcept;
+  RawHttpClient& operator=(RawHttpClient&& other) noexcept;
+  ~RawHttpClient();
+
+  bool send(std::string_view bytes);
+  // Reads one response. A connection that closes mid-body gives complete = false (not an error);
+  // no status line within the timeout, or a close before it, is an error.
+  Result<RawResponse> read_response(double timeout_s = 10.0);
+  // True when the peer closes the connection (EOF or reset) within the timeout; bytes that arrive
+  // meanwhile are kept for read_response.
+  bool wait_closed(double timeout_s);
+  int fd() const { return fd_; }
+
+ private:
+  explicit RawHttpClient(int fd) : fd_(fd) {}
+  // Ensures at least `size` buffered bytes; false on close/timeout.
+  bool fill(size_t size, int64_t deadline_ns);
+  bool read_line(std::string& line, int64_t deadline_ns);
+  int fd_ = -1;
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+// "POST <path> HTTP/1.1" with Host, Content-Type: application/json and Content-Length.
+std::string make_post(const std::string& path, const std::string& json_body, const std::string& extra_headers = "");
+std::string make_get(const std::string& path, const std::string& extra_headers = "");
+// The payloads of the `data: ` lines of an SSE body, in order.
+std::vector<std::string> sse_data_lines(const std::string& body);
 
 }  // namespace ix::testing
