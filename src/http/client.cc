@@ -30,6 +30,7 @@ std::string_view failure_kind_name(FailureKind kind) {
     case FailureKind::kConnect: return "connect";
     case FailureKind::kTimeout: return "timeout";
     case FailureKind::kReset: return "reset";
+    case FailureKind::kClosed: return "closed";
     case FailureKind::kMalformed: return "malformed";
     case FailureKind::kCancelled: return "cancelled";
   }
@@ -371,7 +372,7 @@ struct ClientLoop::Impl {
       return;
     }
     const std::string what = is_eof_like(ec) ? std::string("connection closed by the server") : ec.message();
-    finish(ex, FailureKind::kReset,
+    finish(ex, is_eof_like(ec) ? FailureKind::kClosed : FailureKind::kReset,
            ex->got_bytes
                ? fmt::format("{} after {} body bytes (HTTP {})", what, ex->parser.body_bytes(), ex->parser.status())
                : fmt::format("{} before any response byte", what),

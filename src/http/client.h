@@ -48,7 +48,8 @@ enum class FailureKind {
   kNone,
   kConnect,    // resolve/connect/TLS handshake failed
   kTimeout,    // request timeout expired
-  kReset,      // connection reset or closed before the response was complete
+  kReset,      // connection reset (RST) or another socket error mid-exchange
+  kClosed,     // the server closed the connection before the response was complete
   kMalformed,  // bytes that are not valid HTTP/1.1
   kCancelled,  // cancel_all(), stop(), or the sink asked to abort
 };

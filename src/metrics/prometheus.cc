@@ -93,6 +93,10 @@ boost::json::object server_window_summary(const PrometheusSample& before, const 
   } else if (auto rate = lookup(after, "sglang:cache_hit_rate")) {
     out["prefix_cache_hit_rate"] = *rate;
   }
+  // What the server counted over the window, to compare with the client's totals.
+  for (const char* name : {"vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success"}) {
+    if (auto d = delta(before, after, name)) out[std::string(name).substr(5)] = *d;
+  }
   if (configured_acceptance_length) out["configured_acceptance_length"] = *configured_acceptance_length;
   return out;
 }

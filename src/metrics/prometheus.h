@@ -27,7 +27,8 @@ PrometheusSample parse_prometheus_text(std::string_view text);
 // Server-side summary of the window between two scrapes. Keys present only when the server
 // exposes the underlying metrics: spec_decode_acceptance_length, spec_decode_accepted_tokens,
 // spec_decode_draft_tokens, spec_decode_drafts, spec_decode_draft_acceptance_rate,
-// prefix_cache_hit_rate, prefix_cache_queries, prefix_cache_hits; plus
+// prefix_cache_hit_rate, prefix_cache_queries, prefix_cache_hits, prompt_tokens,
+// generation_tokens, request_success (vLLM counters over the window); plus
 // configured_acceptance_length when given.
 boost::json::object server_window_summary(const PrometheusSample& before, const PrometheusSample& after,
                                           std::optional<double> configured_acceptance_length);

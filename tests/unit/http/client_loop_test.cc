@@ -214,7 +214,7 @@ TEST(ClientLoop, StaleKeepAliveConnectionIsReplacedTransparently) {
   EXPECT_EQ(counters.stale_retries, 1);
 }
 
-TEST(ClientLoop, ConnectionClosedMidStreamIsAReset) {
+TEST(ClientLoop, ConnectionClosedMidStreamIsReported) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
     if (!read_request(fd, carry)) return;
@@ -222,7 +222,7 @@ TEST(ClientLoop, ConnectionClosedMidStreamIsAReset) {
   });
   auto outcomes = run_sequence(server.url(), 1);
   ASSERT_EQ(outcomes.size(), 1u);
-  EXPECT_EQ(outcomes[0].kind, FailureKind::kReset);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kClosed);
   EXPECT_EQ(outcomes[0].events.size(), 1u);
   EXPECT_NE(outcomes[0].message.find("closed"), std::string::npos) << outcomes[0].message;
 }

@@ -1,0 +1,369 @@
+#include "bench/serve_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "bench/serve_runner.h"
+#include "common/clock.h"
+#include "common/json_io.h"
+#include "common/log.h"
+#include "metrics/serve_result.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/prompt_synth.h"
+#include "tokenizer/tokenizer.h"
+#include "workload/random_dataset.h"
+
+namespace ix::bench {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) {
+  g_interrupted.store(true);
+  // A second Ctrl-C ends the process at once.
+  ::signal(SIGINT, SIG_DFL);
+}
+
+class SigintScope {
+ public:
+  SigintScope() {
+    g_interrupted.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(sep, pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string item(text.substr(pos, end - pos));
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+    pos = end + 1;
+  }
+  return out;
+}
+
+Result<double> parse_double(std::string_view text, std::string_view flag) {
+  std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) {
+    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: '{}' is not a number", flag, text));
+  }
+  return v;
+}
+
+std::string local_date_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+int auto_threads(std::optional<int64_t> concurrency) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t c = concurrency.value_or(1024);
+  return static_cast<int>(std::clamp<int64_t>((c + 255) / 256, 1, cores));
+}
+
+}  // namespace
+
+std::string python_float_str(double value) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (std::isnan(value)) return "nan";
+  std::string s = fmt::format("{}", value);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+Result<int> run_bench_serve(const BenchServeOptions& o) {
+  const int64_t launch_ns = SteadyClock().now_ns();
+  if (o.dataset_name != "random") {
+    return fail(ErrorCode::kUnsupported,
+                fmt::format("--dataset-name {}: only 'random' is implemented by bench serve", o.dataset_name));
+  }
+  if (o.model.empty()) return fail(ErrorCode::kInvalidArgument, "--model is required");
+  auto backend = openai::parse_backend(o.backend);
+  if (!backend) return std::unexpected(backend.error());
+  const std::string base_text = o.base_url.empty() ? fmt::format("http://{}:{}", o.host, o.port) : o.base_url;
+  auto base = http::Url::parse(base_text);
+  if (!base) return std::unexpected(base.error().with_context("--base-url"));
+
+  double request_rate = std::numeric_limits<double>::infinity();
+  if (o.request_rate != "inf") {
+    auto r = parse_double(o.request_rate, "--request-rate");
+    if (!r) return std::unexpected(r.error());
+    if (!(*r > 0)) return fail(ErrorCode::kInvalidArgument, "--request-rate must be > 0 or inf");
+    request_rate = *r;
+  }
+  if (!(o.burstiness > 0)) return fail(ErrorCode::kInvalidArgument, "--burstiness must be > 0");
+  if (o.max_concurrency && *o.max_concurrency < 1)
+    return fail(ErrorCode::kInvalidArgument, "--max-concurrency must be >= 1");
+
+  metrics::ServeRunInfo info;
+  info.percentile_metrics = split(o.percentile_metrics, ',');
+  for (const auto& m : info.percentile_metrics) {
+    if (m != "ttft" && m != "tpot" && m != "itl" && m != "e2el") {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--percentile-metrics: unknown metric '{}' (use ttft, tpot, itl, e2el)", m));
+    }
+  }
+  info.metric_percentiles.clear();
+  for (const auto& p : split(o.metric_percentiles, ',')) {
+    auto v = parse_double(p, "--metric-percentiles");
+    if (!v) return std::unexpected(v.error());
+    if (*v < 0 || *v > 100) return fail(ErrorCode::kInvalidArgument, "--metric-percentiles must be in [0, 100]");
+    info.metric_percentiles.push_back(*v);
+  }
+  for (const auto& g : o.goodput) {
+    const size_t colon = g.find(':');
+    const std::string name = g.substr(0, colon);
+    if (colon == std::string::npos || (name != "ttft" && name != "tpot" && name != "e2el")) {
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--goodput '{}': expected ttft:MS, tpot:MS or e2el:MS", g));
+    }
+    auto v = parse_double(std::string_view(g).substr(colon + 1), "--goodput");
+    if (!v) return std::unexpected(v.error());
+    if (*v < 0) return fail(ErrorCode::kInvalidArgument, "--goodput SLOs must be >= 0 ms");
+    info.goodput_slo_ms[name] = *v;
+  }
+  boost::json::object metadata;
+  for (const auto& kv : o.metadata) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--metadata '{}': expected KEY=VALUE", kv));
+    }
+    metadata[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+
+  const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);
+  const int64_t num_warmups = o.num_warmups.value_or(o.max_concurrency ? 2 * *o.max_concurrency : 0);
+  if (num_prompts < 1) return fail(ErrorCode::kInvalidArgument, "--num-prompts must be >= 1");
+  if (num_warmups < 0) return fail(ErrorCode::kInvalidArgument, "--num-warmups must be >= 0");
+
+  // Tokenizer and prompt synthesis.
+  const std::string tokenizer_name = o.tokenizer.empty() ? o.model : o.tokenizer;
+  const int64_t tok_start = SteadyClock().now_ns();
+  auto tokenizer = tok::load_tokenizer(tokenizer_name);
+  if (!tokenizer) return std::unexpected(tokenizer.error().with_context("--tokenizer " + tokenizer_name));
+  auto synth = tok::PromptSynth::create(**tokenizer);
+  if (!synth) return std::unexpected(synth.error());
+  const double tokenizer_load_s = static_cast<double>(SteadyClock().now_ns() - tok_start) / 1e9;
+  workload::PromptFormat format = workload::PromptFormat::kPlain;
+  std::optional<tok::ChatTemplate> chat;
+  if (o.use_chat_template || openai::uses_chat(*backend)) {
+    auto found = tok::ChatTemplate::for_model(tokenizer_name);
+    if (!found) found = tok::ChatTemplate::for_model(o.model);
+    if (found) {
+      chat = *found;
+      format =
+          openai::uses_chat(*backend) ? workload::PromptFormat::kChatContent : workload::PromptFormat::kChatRendered;
+    } else if (o.use_chat_template) {
+      return std::unexpected(found.error().with_context("--use-chat-template"));
+    } else {
+      log::warn(
+          "bench serve: no chat template known for '{}': chat prompts carry the server's template overhead "
+          "on top of --random-input-len",
+          tokenizer_name);
+    }
+  }
+  workload::RandomDatasetOptions dataset_options{.input_len = o.random_input_len,
+                                                 .output_len = o.random_output_len,
+                                                 .range_ratio = o.random_range_ratio,
+                                                 .num_prompts = static_cast<size_t>(num_prompts),
+                                                 .num_warmups = static_cast<size_t>(num_warmups),
+                                                 .seed = o.seed};
+  auto shapes = workload::random_shapes(dataset_options);
+  if (!shapes) return std::unexpected(shapes.error());
+  workload::RandomDataset dataset(*synth, format, chat, o.seed);
+  std::vector<std::pair<size_t, int64_t>> order;
+  order.reserve(shapes->warmups.size() + shapes->measured.size());
+  for (size_t i = 0; i < shapes->warmups.size(); ++i)
+    order.emplace_back(shapes->measured.size() + i, shapes->warmups[i].prompt_len);
+  for (size_t i = 0; i < shapes->measured.size(); ++i) order.emplace_back(i, shapes->measured[i].prompt_len);
+  const int threads = o.threads > 0 ? o.threads : auto_threads(o.max_concurrency);
+  const int synth_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - threads);
+  workload::PromptPrefetcher prefetcher(dataset, order, synth_threads);
+  // What the first moment of the run needs; the rest is made while it runs.
+  const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(256), 256);
+  if (auto ok = prefetcher.wait_for_first(static_cast<size_t>(first_wave)); !ok) return std::unexpected(ok.error());
+
+  ServeRunnerOptions run;
+  run.base = *base;
+  run.endpoint = o.endpoint.empty() ? std::string(openai::default_endpoint(*backend)) : o.endpoint;
+  run.backend = *backend;
+  run.model = o.served_model_name.empty() ? o.model : o.served_model_name;
+  run.ignore_eos = o.ignore_eos;
+  run.extra_body_json = o.extra_body;
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
+  run.verify_tls = !o.insecure;
+  run.warmups = shapes->warmups;
+  run.measured = shapes->measured;
+  run.prompt = [&prefetcher](size_t k, int64_t* waited) { return prefetcher.get(k, waited); };
+  run.max_concurrency = o.max_concurrency;
+  run.request_rate = request_rate;
+  run.burstiness = o.burstiness;
+  run.seed = o.seed;
+  run.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
+  run.max_retries = o.max_retries;
+  run.threads = threads;
+  run.server_pid = o.server_pid;
+  run.interrupt = &g_interrupted;
+  run.loop_lag_threshold_ms = o.loop_lag_threshold_ms;
+  run.scrape_server_metrics = o.scrape_metrics;
+  run.configured_acceptance_length = o.spec_acceptance_length;
+  run.profile = o.profile;
+  const bool tty = o.progress && ::isatty(STDERR_FILENO);
+  if (tty) {
+    run.on_progress = [](const ServeProgress& p) {
+      const int64_t done = p.completed + p.failed;
+      const double rate = p.elapsed_s > 0 ? static_cast<double>(p.output_tokens) / p.elapsed_s : 0.0;
+      const double eta = done > 0 ? p.elapsed_s / static_cast<double>(done) * static_cast<double>(p.total - done) : 0.0;
+      if (p.warmup) {
+        fmt::print(stderr, "\r\033[Kwarmup: {} requests, {:.1f} s", p.total, p.elapsed_s);
+      } else {
+        fmt::print(stderr, "\r\033[K{}/{} done, {} errors, {:.0f} tok/s, ETA {:.0f} s", done, p.total, p.failed, rate,
+                   eta);
+      }
+      std::fflush(stderr);
+    };
+  }
+
+  log::info("bench serve: {} {} model {} | {} prompts + {} warmups | concurrency {} | rate {} | {} client threads",
+            base->origin(), run.endpoint, run.model, num_prompts, num_warmups,
+            o.max_concurrency ? std::to_string(*o.max_concurrency) : "unlimited", o.request_rate, threads);
+  const double startup_s = static_cast<double>(SteadyClock().now_ns() - launch_ns) / 1e9;
+  SigintScope sigint;
+  auto output = run_serve(run);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  if (!output) return std::unexpected(output.error());
+
+  // Client-side token counts: output_len where the server sent no usage, and the check of the
+  // server's counts. Counting is parallel and off the measured path.
+  if (o.count_client_tokens) {
+    auto& recs = output->records;
+    const size_t n = recs.size();
+    const int workers = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    std::atomic<size_t> next{0};
+    for (int t = 0; t < workers; ++t) {
+      pool.emplace_back([&] {
+        for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+          if (!recs[i].success) continue;
+          recs[i].client_output_tokens = static_cast<int64_t>((*tokenizer)->count_tokens(output->generated_texts[i]));
+        }
+      });
+    }
+    for (auto& t : pool) t.join();
+  }
+  int64_t short_outputs = 0;
+  for (auto& r : output->records) {
+    if (!r.success) continue;
+    if (r.output_len < 0) r.output_len = std::max<int64_t>(r.client_output_tokens, 0);
+    if (o.ignore_eos && r.output_len < r.expected_output_len) ++short_outputs;
+  }
+
+  info.date = o.date.empty() ? local_date_stamp() : o.date;
+  info.backend = o.backend;
+  info.model_id = o.model;
+  info.tokenizer_id = tokenizer_name;
+  info.num_prompts = num_prompts;
+  info.request_rate = request_rate;
+  info.burstiness = o.burstiness;
+  info.max_concurrency = o.max_concurrency;
+  info.start_ns = output->start_ns;
+  info.end_ns = output->end_ns;
+  info.start_unix_s = output->start_unix_s;
+  info.end_unix_s = output->end_unix_s;
+  info.client = output->client;
+  boost::json::array reasons;
+  for (const auto& r : output->invalid_reasons) reasons.emplace_back(r);
+  info.extra["invalid_reasons"] = std::move(reasons);
+  info.extra["num_warmups"] = num_warmups;
+  info.extra["short_output_requests"] = short_outputs;
+  info.extra["startup_s"] = startup_s;
+  info.extra["tokenizer_load_s"] = tokenizer_load_s;
+  info.extra["random_input_len"] = o.random_input_len;
+  info.extra["random_output_len"] = o.random_output_len;
+  info.extra["random_range_ratio"] = o.random_range_ratio;
+  info.extra["seed"] = o.seed;
+  info.extra["endpoint"] = run.endpoint;
+  info.extra["use_chat_template"] = o.use_chat_template;
+  for (const auto& [key, value] : output->extra) info.extra[key] = value;
+  for (const auto& [key, value] : metadata) info.extra[key] = value;
+  boost::json::object result = metrics::build_serve_result(output->records, info);
+
+  if (o.save_result || o.save_detailed) {
+    std::string name = o.result_filename;
+    if (name.empty()) {
+      std::string base_model = o.model.substr(o.model.rfind('/') == std::string::npos ? 0 : o.model.rfind('/') + 1);
+      name = fmt::format("{}-{}qps{}-{}-{}.json", o.backend, python_float_str(request_rate),
+                         o.max_concurrency ? fmt::format("-concurrency{}", *o.max_concurrency) : "", base_model,
+                         info.date);
+    }
+    std::filesystem::path path =
+        o.result_dir.empty() ? std::filesystem::path(name) : std::filesystem::path(o.result_dir) / name;
+    if (!o.result_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.result_dir, ec);
+    }
+    if (auto ok = json::write_file(path, json::to_string(result)); !ok) return std::unexpected(ok.error());
+    log::info("bench serve: wrote {}", path.string());
+    if (o.save_detailed) {
+      std::filesystem::path detailed = path;
+      detailed.replace_extension(".requests.jsonl");
+      std::string lines;
+      for (const auto& r : output->records) {
+        lines += json::to_string(metrics::request_record_to_json(r, output->start_ns));
+        lines += '\n';
+      }
+      if (auto ok = json::write_file(detailed, lines); !ok) return std::unexpected(ok.error());
+      log::info("bench serve: wrote {}", detailed.string());
+    }
+  }
+  fmt::print("{}", metrics::format_serve_summary(result));
+  std::fflush(stdout);
+
+  const int64_t completed = result.at("completed").as_int64();
+  const int64_t failed = result.at("failed").as_int64();
+  const int64_t measured = completed + failed;
+  int status = 0;
+  if (measured == 0 || completed == 0) {
+    log::error("bench serve: no request completed");
+    status = 1;
+  } else if (static_cast<double>(failed) > o.max_failed_fraction * static_cast<double>(measured)) {
+    log::error("bench serve: {} of {} requests failed (more than {:.0f}%): {}", failed, measured,
+               o.max_failed_fraction * 100, json::to_string(result.at("errors")));
+    status = 1;
+  }
+  if (!result.at("run_valid").as_bool()) {
+    log::error("bench serve: run invalid: {}", json::to_string(result.at("invalid_reasons")));
+    status = 1;
+  }
+  return status;
+}
+
+}  // namespace ix::bench

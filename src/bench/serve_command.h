@@ -1,0 +1,84 @@
+// `ixbench bench serve` as a library call: flags (vLLM names, InferenceX defaults) in, a result
+// file, a console summary and an exit status out. The CLI file only maps argv onto
+// BenchServeOptions.
+//
+// Steps: resolve and load the tokenizer; draw lengths; start prompt synthesis on background
+// threads (the first requests' prompts are ready before the clock starts, the rest stay ahead of
+// the send schedule); run (serve_runner.h); count output tokens client-side where the server did
+// not report usage (and to check the server's counts); build the SPEC §4 result
+// (metrics/serve_result.h); write it (and --save-detailed JSONL) even when the run failed its
+// checks; print the summary.
+//
+// Exit status (returned, not thrown): 0 ok; 1 when more than `max_failed_fraction` of the
+// measured requests failed, none completed, the run was stopped early (Ctrl-C, server died), or
+// the client saturated.
+//
+// Thread-safety: one call at a time per process (it installs a SIGINT handler while running).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ix::bench {
+
+struct BenchServeOptions {
+  std::string base_url;  // overrides host/port
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string endpoint;  // default per backend
+  std::string backend = "vllm";
+  std::string model;
+  std::string served_model_name;  // "model" in requests (default: model)
+  std::string tokenizer;          // default: model
+  std::string dataset_name = "random";
+  int64_t random_input_len = 1024;
+  int64_t random_output_len = 128;
+  double random_range_ratio = 0.8;
+  std::optional<int64_t> num_prompts;      // default 10 · max_concurrency, else 1000
+  std::optional<int64_t> max_concurrency;  // default unlimited
+  std::string request_rate = "inf";
+  double burstiness = 1.0;
+  std::optional<int64_t> num_warmups;  // default 2 · max_concurrency, else 0
+  bool ignore_eos = true;
+  bool use_chat_template = false;
+  std::string percentile_metrics = "ttft,tpot,itl,e2el";
+  std::string metric_percentiles = "90,99,99.9";
+  std::vector<std::string> goodput;  // "ttft:MS" ...
+  bool save_result = false;
+  bool save_detailed = false;
+  std::string result_dir;
+  std::string result_filename;
+  std::vector<std::string> metadata;  // KEY=VALUE, added to the result
+  uint64_t seed = 0;
+  double request_timeout_s = 600.0;
+  int max_retries = 0;
+  int threads = 0;  // 0 = auto: one per 256 concurrent streams, up to the core count
+  pid_t server_pid = 0;
+  bool profile = false;
+  bool scrape_metrics = true;
+  std::optional<double> spec_acceptance_length;  // configured AL, reported beside the achieved one
+  std::string extra_body;
+  bool insecure = false;
+  bool progress = true;  // live progress line when stderr is a TTY
+  double max_failed_fraction = 0.05;
+  double loop_lag_threshold_ms = 1.0;
+  bool count_client_tokens = true;
+  // Date stamp for the file name and "date" (default: local time now, "%Y%m%d-%H%M%S").
+  std::string date;
+};
+
+// Runs the benchmark. Errors: bad flags (kInvalidArgument), tokenizer problems, an unreachable
+// host name, an unwritable result path. A server that fails requests is not an error: the
+// status says so.
+Result<int> run_bench_serve(const BenchServeOptions& options);
+
+// Python's str(float) for the result file name ("inf", "8.0", "0.5").
+std::string python_float_str(double value);
+
+}  // namespace ix::bench

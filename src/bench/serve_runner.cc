@@ -1,0 +1,697 @@
+#include "bench/serve_runner.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <time.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+#include "http/sse.h"
+#include "metrics/prometheus.h"
+#include "metrics/statistics.h"
+#include "workload/arrivals.h"
+
+namespace ix::bench {
+
+namespace {
+
+using metrics::ErrorKind;
+using metrics::RequestRecord;
+
+constexpr int64_t kProbePeriodNs = 1'000'000;
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What one phase (warmup or measured) asks of the workers. Written by the main thread before the
+// phase starts (posted to each loop, which orders it), read by workers.
+struct Phase {
+  bool warmup = false;
+  size_t begin = 0;  // send positions [begin, end)
+  size_t end = 0;
+  bool open_loop = false;
+  std::vector<int64_t> due_ns;  // open loop: absolute due time per position - begin
+  int64_t t0 = 0;
+  std::atomic<size_t> next{0};  // closed loop: next position to send
+  std::atomic<int> workers_done{0};
+  std::atomic<bool> stopping{false};
+};
+
+struct Shared {
+  const ServeRunnerOptions* options = nullptr;
+  std::vector<std::string> headers_auth;
+  std::atomic<int64_t> completed{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> output_tokens{0};
+  std::atomic<int64_t> prompt_waits{0};
+  std::atomic<int64_t> prompt_wait_max_ns{0};
+  std::atomic<int64_t> retries{0};
+  std::mutex error_mutex;
+  std::optional<Error> fatal;  // a client-side error (prompt synthesis) that ends the run
+};
+
+class Worker;
+
+// One request in flight: the ResponseSink that turns socket events into a RequestRecord.
+class InFlight final : public http::ResponseSink {
+ public:
+  explicit InFlight(Worker* worker) : worker_(worker) {}
+
+  void reset(size_t position, int64_t scheduled_ns, const workload::RequestShape& shape, bool warmup) {
+    position_ = position;
+    rec = RequestRecord{};
+    rec.warmup = warmup;
+    rec.scheduled_ns = scheduled_ns;
+    rec.prompt_len = shape.prompt_len;
+    rec.expected_output_len = shape.output_len;
+    text.clear();
+    attempts = 0;
+    restart();
+  }
+  void restart() {
+    sse_.reset();
+    rec.success = false;
+    rec.error_kind = ErrorKind::kNone;
+    rec.error_message.clear();
+    rec.http_status = 0;
+    rec.first_byte_ns = rec.first_token_ns = rec.end_ns = 0;
+    rec.content_event_ns.clear();
+    rec.tokens_per_event.clear();
+    rec.server_output_tokens = -1;
+    rec.output_len = 0;
+    text.clear();
+    last_usage_ = 0;
+    saw_done_ = false;
+    saw_finish_ = false;
+    error_body_.clear();
+  }
+
+  void on_send(int64_t t_ns) override { rec.send_ns = t_ns; }
+  void on_head(int status, std::string_view, int64_t first_byte_ns) override {
+    rec.first_byte_ns = first_byte_ns;
+    rec.http_status = status;
+    if (status != 200) rec.error_kind = ErrorKind::kHttpStatus;
+  }
+  bool on_body(std::string_view bytes, int64_t t_ns) override;
+  void on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) override;
+
+  size_t position_ = 0;
+  RequestRecord rec;
+  std::string body;
+  std::string text;
+  int attempts = 0;
+
+ private:
+  bool on_event(const http::SseEvent& event, int64_t t_ns);
+  void fail_with(ErrorKind kind, std::string message) {
+    if (rec.error_kind == ErrorKind::kNone || rec.error_kind == ErrorKind::kHttpStatus) {
+      rec.error_kind = kind;
+      rec.error_message = std::move(message);
+    }
+  }
+
+  Worker* worker_;
+  http::SseDecoder sse_;
+  int64_t last_usage_ = 0;
+  bool saw_done_ = false;
+  bool saw_finish_ = false;
+  std::string error_body_;
+};
+
+class Worker {
+ public:
+  Worker(int id, int count, Shared& shared, http::LoopOptions loop_options)
+      : id_(id), count_(count), shared_(shared), loop_(std::move(loop_options)) {}
+
+  http::ClientLoop& loop() { return loop_; }
+  const ServeRunnerOptions& options() const { return *shared_.options; }
+  openai::StreamChunkDecoder& chunk_decoder() { return chunk_decoder_; }
+
+  // Loop thread.
+  void start_phase(Phase* phase, int64_t slots) {
+    phase_ = phase;
+    slots_ = std::max<int64_t>(slots, 0);
+    in_flight_ = 0;
+    done_reported_ = false;
+    pending_.clear();
+    cursor_ = phase->begin + static_cast<size_t>(id_);
+    if (!phase->warmup) {
+      measuring_ = true;
+      cpu_start_ns_ = thread_cpu_ns();
+      wall_start_ns_ = loop_.now_ns();
+    }
+    if (phase->open_loop) {
+      schedule_next_arrival();
+      check_done();
+      return;
+    }
+    // Closed loop: every worker starts its slots at the common start time t0.
+    loop_.call_at(phase->t0, [this] {
+      for (int64_t i = 0; i < slots_; ++i) {
+        if (!launch_closed(phase_->t0)) break;
+      }
+      check_done();
+    });
+  }
+
+  void start_probe() {
+    probe_due_ns_ = loop_.now_ns() + kProbePeriodNs;
+    loop_.call_at(probe_due_ns_, [this] { probe(); });
+  }
+
+  void complete(InFlight* f) {
+    --in_flight_;
+    const bool ok = f->rec.success;
+    if (!f->rec.warmup) {
+      (ok ? shared_.completed : shared_.failed).fetch_add(1, std::memory_order_relaxed);
+      shared_.output_tokens.fetch_add(std::max<int64_t>(f->rec.output_len, 0), std::memory_order_relaxed);
+      f->rec.index = static_cast<int64_t>(f->position_ - options().warmups.size());
+      texts_.push_back(std::move(f->text));
+      records_.push_back(std::move(f->rec));
+    } else if (!ok) {
+      ++warmup_failed_;
+    }
+    free_.push_back(f);
+    if (!phase_->stopping.load(std::memory_order_relaxed)) {
+      if (phase_->open_loop) {
+        if (!pending_.empty() && in_flight_ < slots_) {
+          const size_t p = pending_.front();
+          pending_.pop_front();
+          send(p, phase_->due_ns[p - phase_->begin]);
+        }
+      } else {
+        launch_closed(loop_.now_ns());
+      }
+    }
+    check_done();
+  }
+
+  bool retry(InFlight* f) {
+    if (f->attempts >= options().max_retries || phase_->stopping.load(std::memory_order_relaxed)) return false;
+    ++f->attempts;
+    shared_.retries.fetch_add(1, std::memory_order_relaxed);
+    f->restart();
+    loop_.submit(make_request(*f), f);
+    return true;
+  }
+
+  // Main thread, after the loops stopped.
+  std::vector<RequestRecord>& records() { return records_; }
+  std::vector<std::string>& texts() { return texts_; }
+  const metrics::LogHistogram& lag() const { return lag_; }
+  int64_t warmup_failed() const { return warmup_failed_; }
+  double busy_fraction() const {
+    const int64_t wall = wall_end_ns_ - wall_start_ns_;
+    return wall > 0 ? static_cast<double>(cpu_end_ns_ - cpu_start_ns_) / static_cast<double>(wall) : 0.0;
+  }
+  void stop_measuring() {
+    measuring_ = false;
+    cpu_end_ns_ = thread_cpu_ns();
+    wall_end_ns_ = loop_.now_ns();
+  }
+
+ private:
+  bool launch_closed(int64_t scheduled_ns) {
+    const size_t p = phase_->next.fetch_add(1, std::memory_order_relaxed);
+    if (p >= phase_->end) return false;
+    send(p, scheduled_ns);
+    return true;
+  }
+
+  void schedule_next_arrival() {
+    if (cursor_ >= phase_->end) return;
+    loop_.call_at(phase_->due_ns[cursor_ - phase_->begin], [this] { arrive(); });
+  }
+
+  void arrive() {
+    if (phase_->stopping.load(std::memory_order_relaxed)) {
+      check_done();
+      return;
+    }
+    const size_t p = cursor_;
+    cursor_ += static_cast<size_t>(count_);
+    if (in_flight_ < slots_) {
+      send(p, phase_->due_ns[p - phase_->begin]);
+    } else {
+      pending_.push_back(p);
+    }
+    schedule_next_arrival();
+  }
+
+  http::Request make_request(const InFlight& f) {
+    http::Request request;
+    request.target = options().endpoint;
+    request.timeout_ns = options().request_timeout_ns;
+    request.headers.push_back({"Accept", "text/event-stream"});
+    if (!options().api_key.empty()) request.headers.push_back({"Authorization", "Bearer " + options().api_key});
+    request.body = f.body;
+    return request;
+  }
+
+  void send(size_t p, int64_t scheduled_ns) {
+    const ServeRunnerOptions& o = options();
+    const bool warmup = p < o.warmups.size();
+    const workload::RequestShape& shape = warmup ? o.warmups[p] : o.measured[p - o.warmups.size()];
+    int64_t waited_ns = 0;
+    auto prompt = o.prompt(p, &waited_ns);
+    if (!prompt) {
+      std::lock_guard lock(shared_.error_mutex);
+      if (!shared_.fatal) shared_.fatal = prompt.error();
+      phase_->stopping.store(true);
+      return;
+    }
+    if (waited_ns > 0 && !warmup) {
+      shared_.prompt_waits.fetch_add(1, std::memory_order_relaxed);
+      int64_t prev = shared_.prompt_wait_max_ns.load(std::memory_order_relaxed);
+      while (waited_ns > prev && !shared_.prompt_wait_max_ns.compare_exchange_weak(prev, waited_ns)) {
+      }
+    }
+    openai::CompletionRequest cr{.model = o.model,
+                                 .prompt = **prompt,
+                                 .max_tokens = shape.output_len,
+                                 .ignore_eos = o.ignore_eos,
+                                 .temperature = 0.0,
+                                 .continuous_usage = o.continuous_usage && openai::supports_continuous_usage(o.backend),
+                                 .extra_body_json = o.extra_body_json};
+    auto body = openai::build_request_body(o.backend, cr);
+    if (!body) {
+      std::lock_guard lock(shared_.error_mutex);
+      if (!shared_.fatal) shared_.fatal = body.error();
+      phase_->stopping.store(true);
+      return;
+    }
+    InFlight* f = acquire();
+    f->reset(p, scheduled_ns, shape, warmup);
+    f->body = std::move(*body);
+    ++in_flight_;
+    loop_.submit(make_request(*f), f);
+  }
+
+  InFlight* acquire() {
+    if (free_.empty()) {
+      pool_.push_back(std::make_unique<InFlight>(this));
+      return pool_.back().get();
+    }
+    InFlight* f = free_.back();
+    free_.pop_back();
+    return f;
+  }
+
+  void check_done() {
+    if (done_reported_ || in_flight_ > 0) return;
+    const bool stopping = phase_->stopping.load(std::memory_order_relaxed);
+    bool nothing_left;
+    if (phase_->open_loop) {
+      nothing_left = stopping || (cursor_ >= phase_->end && pending_.empty());
+    } else {
+      nothing_left = stopping || phase_->next.load(std::memory_order_relaxed) >= phase_->end;
+    }
+    if (!nothing_left) return;
+    done_reported_ = true;
+    phase_->workers_done.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  void probe() {
+    const int64_t now = loop_.now_ns();
+    if (measuring_) lag_.add(now - probe_due_ns_);
+    probe_due_ns_ += kProbePeriodNs;
+    if (probe_due_ns_ <= now) probe_due_ns_ = now + kProbePeriodNs;
+    loop_.call_at(probe_due_ns_, [this] { probe(); });
+  }
+
+  int id_;
+  int count_;
+  Shared& shared_;
+  http::ClientLoop loop_;
+  openai::StreamChunkDecoder chunk_decoder_;
+  Phase* phase_ = nullptr;
+  int64_t slots_ = 0;
+  int64_t in_flight_ = 0;
+  bool done_reported_ = false;
+  size_t cursor_ = 0;
+  std::deque<size_t> pending_;
+  std::vector<std::unique_ptr<InFlight>> pool_;
+  std::vector<InFlight*> free_;
+  std::vector<RequestRecord> records_;
+  std::vector<std::string> texts_;
+  int64_t warmup_failed_ = 0;
+  metrics::LogHistogram lag_;
+  int64_t probe_due_ns_ = 0;
+  bool measuring_ = false;
+  int64_t cpu_start_ns_ = 0, cpu_end_ns_ = 0, wall_start_ns_ = 0, wall_end_ns_ = 0;
+};
+
+bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
+  if (rec.error_kind == ErrorKind::kHttpStatus) {
+    if (error_body_.size() < 300) error_body_.append(bytes.substr(0, 300 - error_body_.size()));
+    return true;
+  }
+  bool keep_going = true;
+  auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
+    keep_going = on_event(event, t_ns);
+    return keep_going;
+  });
+  if (!fed) {
+    fail_with(ErrorKind::kMalformed, fed.error().message());
+    return false;
+  }
+  return keep_going;
+}
+
+bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
+  auto chunk = worker_->chunk_decoder().decode(event.data);
+  if (!chunk) {
+    fail_with(ErrorKind::kMalformed, chunk.error().message());
+    return false;
+  }
+  switch (chunk->kind) {
+    case openai::StreamChunk::Kind::kDone: saw_done_ = true; return true;
+    case openai::StreamChunk::Kind::kError:
+      fail_with(ErrorKind::kServerError, "server error in stream: " + chunk->error);
+      return false;
+    case openai::StreamChunk::Kind::kData: break;
+  }
+  int64_t delta = 0;
+  if (chunk->completion_tokens >= 0) {
+    delta = chunk->completion_tokens - last_usage_;
+    last_usage_ = chunk->completion_tokens;
+    rec.server_output_tokens = chunk->completion_tokens;
+  }
+  if (chunk->has_choices) {
+    if (chunk->finished) saw_finish_ = true;
+    const bool content = !chunk->text.empty() || delta > 0;
+    if (content) {
+      if (rec.first_token_ns == 0) rec.first_token_ns = t_ns;
+      rec.content_event_ns.push_back(t_ns);
+      // Usage in a chunk with choices means continuous usage: the delta is this chunk's tokens.
+      rec.tokens_per_event.push_back(chunk->completion_tokens >= 0 ? static_cast<int32_t>(std::max<int64_t>(delta, 1))
+                                                                   : 1);
+      text.append(chunk->text);
+    }
+  }
+  return true;
+}
+
+void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) {
+  rec.end_ns = t_ns;
+  if (rec.error_kind == ErrorKind::kHttpStatus) {
+    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, error_body_);
+  } else if (rec.error_kind == ErrorKind::kNone) {
+    switch (kind) {
+      case http::FailureKind::kNone:
+        if (!saw_done_ && !saw_finish_) {
+          rec.error_kind = ErrorKind::kTruncated;
+          rec.error_message =
+              fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
+                          rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
+        }
+        break;
+      case http::FailureKind::kConnect: rec.error_kind = ErrorKind::kConnect; break;
+      case http::FailureKind::kTimeout: rec.error_kind = ErrorKind::kTimeout; break;
+      case http::FailureKind::kReset: rec.error_kind = ErrorKind::kReset; break;
+      case http::FailureKind::kClosed: rec.error_kind = ErrorKind::kTruncated; break;
+      case http::FailureKind::kMalformed: rec.error_kind = ErrorKind::kMalformed; break;
+      case http::FailureKind::kCancelled: rec.error_kind = ErrorKind::kCancelled; break;
+    }
+    if (rec.error_kind != ErrorKind::kNone && rec.error_message.empty()) rec.error_message = std::string(message);
+  }
+  rec.success = rec.error_kind == ErrorKind::kNone;
+  if (rec.success) {
+    rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later
+  } else {
+    const bool retriable =
+        rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
+        (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
+    if (retriable && worker_->retry(this)) return;
+    rec.output_len = 0;
+  }
+  worker_->complete(this);
+}
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return true;
+  if (::kill(pid, 0) == 0) return true;
+  return errno == EPERM;
+}
+
+}  // namespace
+
+Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
+  if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
+  const int threads = std::max(1, options.threads);
+  Shared shared;
+  shared.options = &options;
+
+  http::LoopOptions loop_options;
+  loop_options.target = options.base;
+  loop_options.verify_tls = options.verify_tls;
+  loop_options.read_buffer_bytes = 8192;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.push_back(std::make_unique<Worker>(i, threads, shared, loop_options));
+    if (auto ok = workers.back()->loop().prepare(); !ok) return std::unexpected(ok.error());
+  }
+  std::vector<std::thread> loop_threads;
+  for (auto& w : workers) {
+    Worker* raw = w.get();
+    raw->loop().post([raw] { raw->start_probe(); });
+    loop_threads.emplace_back([raw] { raw->loop().run(); });
+  }
+
+  ServeRunnerOutput out;
+  auto stop_reason = [&]() -> std::optional<std::string> {
+    if (options.interrupt && options.interrupt->load())
+      return std::string("interrupted (Ctrl-C) before the run completed");
+    if (!process_alive(options.server_pid)) {
+      return fmt::format("server process {} exited during the run", options.server_pid);
+    }
+    std::lock_guard lock(shared.error_mutex);
+    if (shared.fatal) return shared.fatal->message();
+    return std::nullopt;
+  };
+
+  // Runs one phase to completion (or until stopped); returns the stop reason if stopped.
+  auto run_phase = [&](Phase& phase, int64_t total_slots) -> std::optional<std::string> {
+    const int64_t t_start = SteadyClock().now_ns();
+    std::optional<std::string> reason;
+    for (int i = 0; i < threads; ++i) {
+      const int64_t share = total_slots / threads + (i < total_slots % threads ? 1 : 0);
+      Worker* w = workers[static_cast<size_t>(i)].get();
+      w->loop().post([w, &phase, share] { w->start_phase(&phase, share); });
+    }
+    int64_t next_progress = t_start;
+    while (phase.workers_done.load(std::memory_order_acquire) < threads) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!reason) {
+        reason = stop_reason();
+        if (reason) {
+          phase.stopping.store(true);
+          for (auto& w : workers) {
+            Worker* raw = w.get();
+            raw->loop().post([raw] { raw->loop().cancel_all(); });
+          }
+        }
+      }
+      const int64_t now = SteadyClock().now_ns();
+      if (options.on_progress && now >= next_progress) {
+        next_progress = now + int64_t{options.progress_interval_ms} * 1'000'000;
+        options.on_progress(ServeProgress{
+            .total = static_cast<int64_t>(phase.end - phase.begin),
+            .completed = phase.warmup ? 0 : shared.completed.load(),
+            .failed = phase.warmup ? 0 : shared.failed.load(),
+            .output_tokens = phase.warmup ? 0 : shared.output_tokens.load(),
+            .elapsed_s = static_cast<double>(now - t_start) / 1e9,
+            .warmup = phase.warmup,
+        });
+      }
+    }
+    return reason;
+  };
+
+  const int64_t unlimited = std::numeric_limits<int32_t>::max();
+  const int64_t concurrency = options.max_concurrency.value_or(unlimited);
+  std::optional<std::string> stopped;
+
+  if (!options.warmups.empty()) {
+    Phase warm;
+    warm.warmup = true;
+    warm.begin = 0;
+    warm.end = options.warmups.size();
+    warm.next.store(0);
+    warm.t0 = SteadyClock().now_ns();
+    stopped = run_phase(warm, std::min<int64_t>(concurrency, static_cast<int64_t>(options.warmups.size())));
+    out.extra["warmup_duration_s"] = static_cast<double>(SteadyClock().now_ns() - warm.t0) / 1e9;
+  }
+
+  metrics::PrometheusSample before;
+  bool have_before = false;
+  if (!stopped && options.scrape_server_metrics) {
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000); r && r->status == 200) {
+      before = metrics::parse_prometheus_text(r->body);
+      have_before = true;
+    }
+  }
+  if (!stopped && options.profile) {
+    auto r = http::fetch(options.base, "POST", "/start_profile", {}, {}, 60'000'000'000);
+    out.extra["profile_start"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
+  }
+
+  Phase measured;
+  measured.begin = options.warmups.size();
+  measured.end = measured.begin + options.measured.size();
+  measured.next.store(measured.begin);
+  measured.open_loop = !std::isinf(options.request_rate);
+  if (stopped) measured.stopping.store(true);
+  // Start a little in the future so every worker is armed before the first send is due.
+  measured.t0 = SteadyClock().now_ns() + 2'000'000;
+  out.start_unix_s = unix_now_s() + 0.002;
+  if (measured.open_loop) {
+    auto offsets = workload::arrival_offsets_ns(
+        options.measured.size(),
+        {.request_rate = options.request_rate, .burstiness = options.burstiness, .seed = options.seed});
+    if (!offsets) {
+      for (auto& w : workers) w->loop().stop();
+      for (auto& t : loop_threads) t.join();
+      return std::unexpected(offsets.error());
+    }
+    measured.due_ns.reserve(offsets->size());
+    for (int64_t off : *offsets) measured.due_ns.push_back(measured.t0 + off);
+  }
+  if (!stopped) {
+    stopped = run_phase(measured, measured.open_loop
+                                      ? concurrency
+                                      : std::min<int64_t>(concurrency, static_cast<int64_t>(options.measured.size())));
+  }
+  for (auto& w : workers) {
+    Worker* raw = w.get();
+    std::atomic<bool> done{false};
+    raw->loop().post([raw, &done] {
+      raw->stop_measuring();
+      done.store(true);
+    });
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const double end_unix = unix_now_s();
+
+  if (options.profile && !stopped) {
+    auto r = http::fetch(options.base, "POST", "/stop_profile", {}, {}, 600'000'000'000);
+    out.extra["profile_stop"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
+  }
+  if (have_before && process_alive(options.server_pid)) {
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000); r && r->status == 200) {
+      out.extra["server_metrics"] = metrics::server_window_summary(before, metrics::parse_prometheus_text(r->body),
+                                                                   options.configured_acceptance_length);
+    }
+  }
+
+  for (auto& w : workers) w->loop().stop();
+  for (auto& t : loop_threads) t.join();
+
+  // Merge (Nighthawk style: once, at the end).
+  metrics::LogHistogram lag;
+  double max_busy = 0.0;
+  http::LoopCounters counters;
+  for (auto& w : workers) {
+    lag.merge(w->lag());
+    max_busy = std::max(max_busy, w->busy_fraction());
+    out.warmup_failed += w->warmup_failed();
+    const auto& c = w->loop().counters();
+    counters.connections_opened += c.connections_opened;
+    counters.connections_reused += c.connections_reused;
+    counters.stale_retries += c.stale_retries;
+    counters.bytes_read += c.bytes_read;
+    counters.reads += c.reads;
+    auto& recs = w->records();
+    auto& texts = w->texts();
+    for (size_t i = 0; i < recs.size(); ++i) {
+      out.records.push_back(std::move(recs[i]));
+      out.generated_texts.push_back(std::move(texts[i]));
+    }
+  }
+  // Sort by index, keeping texts parallel.
+  std::vector<size_t> order(out.records.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return out.records[a].index < out.records[b].index; });
+  std::vector<RequestRecord> sorted_records;
+  std::vector<std::string> sorted_texts;
+  sorted_records.reserve(order.size());
+  sorted_texts.reserve(order.size());
+  for (size_t i : order) {
+    sorted_records.push_back(std::move(out.records[i]));
+    sorted_texts.push_back(std::move(out.generated_texts[i]));
+  }
+  out.records = std::move(sorted_records);
+  out.generated_texts = std::move(sorted_texts);
+
+  out.start_ns = measured.t0;
+  out.end_ns = measured.t0;
+  for (const auto& r : out.records) out.end_ns = std::max(out.end_ns, r.end_ns);
+  out.end_unix_s = std::min(end_unix, out.start_unix_s + static_cast<double>(out.end_ns - out.start_ns) / 1e9);
+
+  metrics::ClientHealth& h = out.client;
+  h.worker_threads = threads;
+  h.event_loop_lag_p50_ms = static_cast<double>(lag.percentile(50)) / 1e6;
+  h.event_loop_lag_p99_ms = static_cast<double>(lag.percentile(99)) / 1e6;
+  h.event_loop_lag_max_ms = static_cast<double>(lag.max()) / 1e6;
+  h.cpu_utilization = max_busy;
+  if (h.event_loop_lag_p99_ms > options.loop_lag_threshold_ms) {
+    // Lag with an idle client thread means the thread was not scheduled: the machine is
+    // oversubscribed. Either way the timestamps carry client delay.
+    h.saturated = true;
+    h.reason = max_busy < 0.5
+                   ? fmt::format(
+                         "event-loop lag p99 {:.3f} ms > {:.3f} ms while client threads were only {:.0f}% busy: "
+                         "the machine is oversubscribed (other processes compete for the CPU)",
+                         h.event_loop_lag_p99_ms, options.loop_lag_threshold_ms, max_busy * 100)
+                   : fmt::format(
+                         "event-loop lag p99 {:.3f} ms > {:.3f} ms: timestamps carry client delay "
+                         "(use more --threads)",
+                         h.event_loop_lag_p99_ms, options.loop_lag_threshold_ms);
+  } else if (max_busy >= 0.95) {
+    h.saturated = true;
+    h.reason = fmt::format("a client worker thread was busy {:.0f}% of the run (use more --threads)", max_busy * 100);
+  }
+
+  if (stopped) {
+    out.stopped_early = true;
+    out.invalid_reasons.push_back(*stopped);
+  }
+  const int64_t waits = shared.prompt_waits.load();
+  if (waits > 0 && shared.prompt_wait_max_ns.load() > 1'000'000) {
+    out.invalid_reasons.push_back(fmt::format("prompt synthesis delayed {} sends (max {:.1f} ms)", waits,
+                                              static_cast<double>(shared.prompt_wait_max_ns.load()) / 1e6));
+  }
+  out.extra["client_connections"] = boost::json::object{
+      {"opened", counters.connections_opened},
+      {"reused", counters.connections_reused},
+      {"stale_replaced", counters.stale_retries},
+      {"bytes_read", counters.bytes_read},
+      {"reads", counters.reads},
+  };
+  out.extra["retries"] = shared.retries.load();
+  out.extra["warmup_failed"] = out.warmup_failed;
+  out.extra["prompt_waits"] = waits;
+  {
+    std::lock_guard lock(shared.error_mutex);
+    if (shared.fatal) return std::unexpected(*shared.fatal);
+  }
+  return out;
+}
+
+}  // namespace ix::bench

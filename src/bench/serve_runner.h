@@ -1,0 +1,116 @@
+// The fixed-length serving benchmark runner behind `ixbench bench serve` (SPEC §4).
+//
+// Shared-nothing workers (h2load): `threads` ClientLoops, each on its own thread with its own
+// keep-alive connections, its share of the concurrency and its own records; merged once at the
+// end. Two pacing modes:
+//   closed loop (request rate inf): each worker keeps its share of --max-concurrency busy; a
+//     finished request's slot sends the next request at once. The request is "scheduled" when
+//     its slot became free, so queue time is pure client delay.
+//   open loop (finite rate): request i is due at t0 + offset_i (workload/arrivals.h, absolute
+//     times, no drift); requests go round-robin to workers; with --max-concurrency also set, a
+//     due request waits for a slot (vLLM's semaphore), and that wait is visible as queue time and
+//     in the latencies measured from the scheduled time (wrk2: no coordinated omission).
+// Warmup requests run first (closed loop at the same concurrency) and are excluded from every
+// statistic; the measured window starts after they drain.
+//
+// Timing: send = just before the request bytes are written; each SSE event is stamped with the
+// time its bytes were read, before JSON parsing (http/client.h). Content-bearing events are
+// those whose choice carries text (or reasoning text), or whose usage delta shows new tokens;
+// a role-only first chat chunk is not a token.
+//
+// Self-check: every worker runs a 1 ms probe timer and records how late it fires (event-loop
+// lag) and its thread CPU time; when the lag p99 exceeds the threshold or a worker was busy
+// ≥ 95 % of the window, the client is marked saturated and the run invalid.
+//
+// Stopping: `interrupt` (Ctrl-C) or the death of `server_pid` cancels everything in flight
+// (recorded as kind "cancelled"), sends nothing more, and returns what was measured.
+//
+// Thread-safety: run_serve() is a blocking call; it owns its threads. The prompt supplier is
+// called from worker threads (concurrently) and must be thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "http/client.h"
+#include "metrics/serve_result.h"
+#include "openai/backend.h"
+#include "workload/random_dataset.h"
+
+namespace ix::bench {
+
+struct ServeProgress {
+  int64_t total = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t output_tokens = 0;
+  double elapsed_s = 0.0;
+  bool warmup = false;
+};
+
+struct ServeRunnerOptions {
+  http::Url base;
+  std::string endpoint = "/v1/completions";
+  openai::Backend backend = openai::Backend::kVllm;
+  std::string model;  // "model" field of every request
+  bool ignore_eos = true;
+  bool continuous_usage = true;  // ask for usage in every chunk (backends that support it)
+  std::string extra_body_json;
+  std::string api_key;  // sent as "Authorization: Bearer"; never logged or stored
+  bool verify_tls = true;
+
+  std::vector<workload::RequestShape> warmups;
+  std::vector<workload::RequestShape> measured;
+  // Prompt text for send position k (0..warmups-1 = warmups, then measured); thread-safe; may
+  // block, reporting the wait in *waited_ns.
+  std::function<Result<const std::string*>(size_t k, int64_t* waited_ns)> prompt;
+
+  std::optional<int64_t> max_concurrency;
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1.0;
+  uint64_t seed = 0;
+  int64_t request_timeout_ns = 600'000'000'000;
+  int max_retries = 0;  // resend after connect/reset/429/5xx failures (off by default)
+  int threads = 1;
+
+  pid_t server_pid = 0;  // 0 = do not watch
+  const std::atomic<bool>* interrupt = nullptr;
+  double loop_lag_threshold_ms = 1.0;
+
+  bool scrape_server_metrics = true;  // GET /metrics before and after the measured window
+  std::optional<double> configured_acceptance_length;
+  bool profile = false;  // POST /start_profile and /stop_profile around the measured window
+
+  // Called on the calling thread about every `progress_interval_ms`.
+  std::function<void(const ServeProgress&)> on_progress;
+  int progress_interval_ms = 250;
+};
+
+struct ServeRunnerOutput {
+  std::vector<metrics::RequestRecord> records;  // measured requests that were sent, by index
+  std::vector<std::string> generated_texts;     // parallel to records
+  int64_t start_ns = 0;                         // dispatch start of the measured window
+  int64_t end_ns = 0;                           // last completion
+  double start_unix_s = 0.0;
+  double end_unix_s = 0.0;
+  metrics::ClientHealth client;
+  std::vector<std::string> invalid_reasons;  // interrupted, server died, prompt synthesis late
+  boost::json::object extra;                 // server_metrics, profile, connection counters...
+  int64_t warmup_failed = 0;
+  bool stopped_early = false;
+};
+
+// Errors only for problems of the client itself (unresolvable host, a prompt that cannot be
+// made); failures of the server are records.
+Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
+
+}  // namespace ix::bench

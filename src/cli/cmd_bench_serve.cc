@@ -1,0 +1,83 @@
+// `ixbench bench serve`: the fixed-length serving benchmark (SPEC §4). Flag names and defaults
+// follow vLLM's `bench serve` and InferenceX; see docs/bench-serve.md.
+#include <memory>
+
+#include "bench/serve_command.h"
+#include "cli/command.h"
+
+namespace ix::cli {
+namespace {
+
+void setup(CLI::App& root, CommandRegistry& registry) {
+  CLI::App* group = find_or_add_group(root, "bench", "benchmark clients");
+  CLI::App* cmd = group->add_subcommand("serve", "fixed-length serving benchmark against an OpenAI-compatible server");
+  auto o = std::make_shared<bench::BenchServeOptions>();
+  auto no_ignore_eos = std::make_shared<bool>(false);
+  auto disable_progress = std::make_shared<bool>(false);
+  auto no_scrape = std::make_shared<bool>(false);
+  auto ignore_eos_flag = std::make_shared<bool>(false);
+  auto trust_remote_code = std::make_shared<bool>(false);
+
+  cmd->add_option("--base-url", o->base_url, "server URL, e.g. http://127.0.0.1:8000 (overrides --host/--port)");
+  cmd->add_option("--host", o->host, "server host")->capture_default_str();
+  cmd->add_option("--port", o->port, "server port")->capture_default_str();
+  cmd->add_option("--endpoint", o->endpoint,
+                  "API path (default: /v1/completions, or /v1/chat/completions for openai-chat)");
+  cmd->add_option("--backend", o->backend, "vllm | sglang | openai | openai-chat | trt | atom")->capture_default_str();
+  cmd->add_option("--model", o->model, "model name (also the default tokenizer)")->required();
+  cmd->add_option("--served-model-name", o->served_model_name, "\"model\" field sent in requests (default: --model)");
+  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer.json path/dir or model name (default: --model)");
+  cmd->add_option("--dataset-name", o->dataset_name, "dataset (random)")->capture_default_str();
+  cmd->add_option("--random-input-len", o->random_input_len, "prompt tokens (upper bound)")->capture_default_str();
+  cmd->add_option("--random-output-len", o->random_output_len, "output tokens (upper bound)")->capture_default_str();
+  cmd->add_option("--random-range-ratio", o->random_range_ratio, "lengths uniform in [floor(r*L), L]")
+      ->capture_default_str();
+  cmd->add_option("--num-prompts", o->num_prompts, "measured requests (default: 10 x --max-concurrency, else 1000)");
+  cmd->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (default: unlimited)");
+  cmd->add_option("--request-rate", o->request_rate, "requests/s, or inf (all at once)")->capture_default_str();
+  cmd->add_option("--burstiness", o->burstiness, "gamma shape of arrivals (1 = Poisson)")->capture_default_str();
+  cmd->add_option("--num-warmups", o->num_warmups, "warmup requests (default: 2 x --max-concurrency, else 0)");
+  cmd->add_flag("--ignore-eos", *ignore_eos_flag, "generate exactly the requested tokens (default on)");
+  cmd->add_flag("--no-ignore-eos", *no_ignore_eos, "let the server stop at EOS");
+  cmd->add_flag("--use-chat-template", o->use_chat_template, "apply the model's chat template to prompts");
+  cmd->add_option("--percentile-metrics", o->percentile_metrics, "metrics to report")->capture_default_str();
+  cmd->add_option("--metric-percentiles", o->metric_percentiles, "percentiles to report")->capture_default_str();
+  cmd->add_option("--goodput", o->goodput, "SLOs: ttft:MS tpot:MS e2el:MS");
+  cmd->add_flag("--save-result", o->save_result, "write the result JSON");
+  cmd->add_flag("--save-detailed", o->save_detailed, "also write per-request records (<result>.requests.jsonl)");
+  cmd->add_option("--result-dir", o->result_dir, "directory for result files");
+  cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
+  cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
+  cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals")->capture_default_str();
+  cmd->add_option("--request-timeout", o->request_timeout_s, "seconds before a request counts as timed out")
+      ->capture_default_str();
+  cmd->add_option("--max-retries", o->max_retries, "resend requests failing with connect/reset/429/5xx (default: off)")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "client event-loop threads (0 = auto)")->capture_default_str();
+  cmd->add_option("--server-pid", o->server_pid, "stop cleanly (results kept) if this process exits");
+  cmd->add_flag("--profile", o->profile, "call the server's /start_profile and /stop_profile around the run");
+  cmd->add_flag("--no-server-metrics", *no_scrape, "do not scrape the server's /metrics");
+  cmd->add_option("--spec-acceptance-length", o->spec_acceptance_length,
+                  "configured speculative-decoding acceptance length, reported beside the achieved one");
+  cmd->add_option("--extra-body", o->extra_body, "JSON object merged into every request body");
+  cmd->add_flag("--insecure", o->insecure, "do not verify https certificates");
+  cmd->add_flag("--disable-tqdm,--no-progress", *disable_progress, "no live progress line");
+  cmd->add_option("--max-failed-fraction", o->max_failed_fraction, "exit 1 above this fraction of failed requests")
+      ->capture_default_str();
+  cmd->add_option("--client-lag-threshold-ms", o->loop_lag_threshold_ms,
+                  "mark the run invalid when the client's event-loop lag p99 exceeds this")
+      ->capture_default_str();
+  cmd->add_flag("--trust-remote-code", *trust_remote_code, "accepted for vLLM compatibility (no effect)");
+
+  registry.on_run(cmd, [o, no_ignore_eos, disable_progress, no_scrape] {
+    o->ignore_eos = !*no_ignore_eos;
+    o->progress = !*disable_progress;
+    o->scrape_metrics = !*no_scrape;
+    auto status = bench::run_bench_serve(*o);
+    return status ? *status : report_error(status.error());
+  });
+}
+
+}  // namespace
+IX_REGISTER_COMMAND(bench_serve, setup);
+}  // namespace ix::cli
