@@ -40,7 +40,7 @@ constexpr size_t kReadBufferBytes = 64 * 1024;
 // Each chunked write reserves this many bytes in front of the payload for the chunk-size line, so
 // the frame is completed in place instead of copying the payload behind a header.
 constexpr size_t kChunkHeaderReserve = 18;
-constexpr size_t kPullBudgetBytes = 64 * 1024;
+constexpr size_t kPullBudgetBytes = 16 * 1024;
 
 class Connection;
 
@@ -505,32 +505,47 @@ struct HttpServer::Impl {
   bool stopped = false;
   int64_t last_accept_warning_ns = 0;
 
+  void hand_over(Loop& target, std::shared_ptr<LoopHandle> handle, tcp::socket socket) {
+    asio::post(target.context, [this, &target, handle = std::move(handle), socket = std::move(socket)]() mutable {
+      auto connection = std::make_shared<Connection>(target, handle, shared, std::move(socket));
+      connection->start();
+    });
+  }
+
   void accept() {
     Loop& target = *loops[next_loop];
     auto handle = handles[next_loop];
     next_loop = (next_loop + 1) % loops.size();
-    acceptor->async_accept(
-        target.context, [this, &target, handle](const boost::system::error_code& ec, tcp::socket socket) mutable {
-          if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-          if (ec) {
-            // Typically EMFILE: back off briefly instead of spinning on a failing accept.
-            int64_t now = steady_now_ns();
-            if (now - last_accept_warning_ns > 1'000'000'000) {
-              last_accept_warning_ns = now;
-              log::warn("http server: accept failed: {}", ec.message());
-            }
-            accept_retry->expires_after(std::chrono::milliseconds(20));
-            accept_retry->async_wait([this](const boost::system::error_code& wait_ec) {
-              if (!wait_ec) accept();
-            });
-            return;
-          }
-          asio::post(target.context, [this, &target, handle, socket = std::move(socket)]() mutable {
-            auto connection = std::make_shared<Connection>(target, handle, shared, std::move(socket));
-            connection->start();
-          });
-          accept();
-        });
+    acceptor->async_accept(target.context,
+                           [this, &target, handle](const boost::system::error_code& ec, tcp::socket socket) mutable {
+                             if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+                             if (ec) {
+                               // Typically EMFILE: back off briefly instead of spinning on a failing accept.
+                               int64_t now = steady_now_ns();
+                               if (now - last_accept_warning_ns > 1'000'000'000) {
+                                 last_accept_warning_ns = now;
+                                 log::warn("http server: accept failed: {}", ec.message());
+                               }
+                               accept_retry->expires_after(std::chrono::milliseconds(20));
+                               accept_retry->async_wait([this](const boost::system::error_code& wait_ec) {
+                                 if (!wait_ec) accept();
+                               });
+                               return;
+                             }
+                             hand_over(target, handle, std::move(socket));
+                             // Drain what else is queued without a loop turn per connection: a busy loop accepting
+                             // one connection per turn lets the listen backlog overflow under a connection storm.
+                             for (int drained = 0; drained < 256; ++drained) {
+                               Loop& next = *loops[next_loop];
+                               boost::system::error_code accept_ec;
+                               tcp::socket extra(next.context);
+                               acceptor->accept(extra, accept_ec);
+                               if (accept_ec) break;
+                               hand_over(next, handles[next_loop], std::move(extra));
+                               next_loop = (next_loop + 1) % loops.size();
+                             }
+                             accept();
+                           });
   }
 };
 
@@ -556,6 +571,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     impl->acceptor->set_option(tcp::acceptor::reuse_address(true));
     impl->acceptor->bind(endpoint);
     impl->acceptor->listen(options.backlog);
+    impl->acceptor->non_blocking(true);
     impl->port = impl->acceptor->local_endpoint().port();
   } catch (const boost::system::system_error& e) {
     return fail(ErrorCode::kUnavailable, fmt::format("cannot listen on {}:{}: {} (pick another --port or --host)",
