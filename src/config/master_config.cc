@@ -862,7 +862,13 @@ RunnerConfig parse_runner_config(std::string_view text, std::string_view file_na
                      fmt::format("expected a mapping of labels to {{available-cpu-dram-mib, gpus-per-node}}, got {}",
                                  hardware_node->describe()));
     } else {
+      std::unordered_map<std::string, Mark> seen;
       for (const auto& [key, value] : hardware_node->entries) {
+        if (!seen.emplace(key.scalar, key.mark).second) {
+          reporter.error(key.mark, child_path("hardware", key.scalar),
+                         fmt::format("duplicate hardware label '{}'; remove one of them", key.scalar));
+          continue;
+        }
         MapView facts(value, child_path("hardware", key.scalar), reporter, {"available-cpu-dram-mib", "gpus-per-node"},
                       "runner hardware facts");
         if (!facts.valid()) continue;

@@ -251,6 +251,9 @@ std::string YamlNode::describe() const {
     if (resolve_int(scalar)) return fmt::format("the integer {}", scalar);
     if (resolve_float(scalar)) return fmt::format("the number {}", scalar);
   }
+  // Long values (a pasted blob) are cut so one message stays one readable line.
+  constexpr size_t kMaxShown = 80;
+  if (scalar.size() > kMaxShown) return fmt::format("the string '{}...'", scalar.substr(0, kMaxShown));
   return fmt::format("the string '{}'", scalar);
 }
 

@@ -340,6 +340,11 @@ TEST(RunnerConfig, RejectsBadShapes) {
   check("labels:\n  h200: []\n", "non-empty list");
   check("labels:\n  h200: [a]\nhardware:\n  h200: { gpus-per-node: 8 }\n", "available-cpu-dram-mib");
   check("labels:\n  h200: [a]\nextra: 1\n", "unknown field 'extra'");
+  check("labels:\n  h200: [a]\n  h200: [b]\n", "duplicate runner label 'h200'");
+  check(
+      "labels:\n  h200: [a]\nhardware:\n  h200: { available-cpu-dram-mib: 1, gpus-per-node: 8 }\n"
+      "  h200: { available-cpu-dram-mib: 1, gpus-per-node: 8 }\n",
+      "duplicate hardware label 'h200'");
   check("labels:\n  h200: [a]\nhardware:\n  h200: { available-cpu-dram-mib: 1, gpus-per-node: 0 }\n", ">= 1");
 }
 
