@@ -265,10 +265,19 @@ Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name)
     if (!parser.HandleNextDocument(builder)) return YamlNode{};
     return builder.take_root();
   } catch (const YAML::Exception& error) {
+    // yaml-cpp may quote the offending byte; keep the message printable on one line.
+    std::string what;
+    for (unsigned char c : error.msg) {
+      if (c >= 0x20 && c < 0x7f) {
+        what += static_cast<char>(c);
+      } else {
+        what += fmt::format("\\x{:02x}", c);
+      }
+    }
     return fail(ErrorCode::kParse,
                 fmt::format("{}:{}:{}: YAML syntax error: {} (fix the YAML at this position; check indentation, "
                             "quoting and matching brackets)",
-                            source_name, error.mark.line + 1, error.mark.column + 1, error.msg));
+                            source_name, error.mark.line + 1, error.mark.column + 1, what));
   } catch (const std::exception& error) {
     return fail(ErrorCode::kParse, fmt::format("{}: cannot parse YAML: {}", source_name, error.what()));
   }

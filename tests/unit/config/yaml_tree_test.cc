@@ -89,6 +89,12 @@ TEST(YamlTree, SyntaxErrorNamesFileLineColumn) {
   EXPECT_NE(node.error().message().find("YAML syntax error"), std::string::npos);
 }
 
+TEST(YamlTree, SyntaxErrorMessagesStayPrintable) {
+  auto node = parse_yaml("a: \"bad \\\x01 escape\"\n", "x.yaml");
+  ASSERT_FALSE(node.has_value());
+  for (unsigned char c : node.error().message()) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << static_cast<int>(c);
+}
+
 TEST(YamlTree, DescribeNamesTheValue) {
   YamlNode doc = parse_ok("a: eight\nb: 8\nc: true\nd: [1]\ne: {x: 1}\nf: 1.5\n");
   EXPECT_EQ(value_of(doc, "a").describe(), "the string 'eight'");
