@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -64,6 +66,20 @@ struct Shared {
   std::mutex error_mutex;
   std::optional<Error> fatal;  // a client-side error (prompt synthesis) that ends the run
 };
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return true;
+  if (::kill(pid, 0) != 0) return errno == EPERM;
+  // A dead child not yet reaped by its parent still answers kill(); its state is Z.
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (!f) return true;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* paren = std::strrchr(buf, ')');
+  return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
 
 class Worker;
 
@@ -187,6 +203,13 @@ class Worker {
       ++warmup_failed_;
     }
     free_.push_back(f);
+    if (!ok && options().server_pid > 0 && !phase_->stopping.load(std::memory_order_relaxed) &&
+        !process_alive(options().server_pid)) {
+      // The server died: stop at once instead of burning the remaining requests on refused
+      // connections (the main thread records why and cancels the other workers).
+      phase_->stopping.store(true);
+      loop_.cancel_all();
+    }
     if (!phase_->stopping.load(std::memory_order_relaxed)) {
       if (phase_->open_loop) {
         if (!pending_.empty() && in_flight_ < slots_) {
@@ -443,12 +466,6 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
   worker_->complete(this);
 }
 
-bool process_alive(pid_t pid) {
-  if (pid <= 0) return true;
-  if (::kill(pid, 0) == 0) return true;
-  return errno == EPERM;
-}
-
 }  // namespace
 
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
@@ -520,6 +537,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
         });
       }
     }
+    if (!reason && phase.stopping.load()) reason = stop_reason().value_or("stopped early");
     return reason;
   };
 

@@ -1,0 +1,241 @@
+// `ixbench bench serve` against the real `ixbench sim serve` over loopback: timing accuracy
+// against the simulator's exact schedule, every failure kind through its fault injection, open-loop
+// pacing, result schema, and clean stops.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/json_io.h"
+#include "support/server_process.h"
+#include "support/subprocess.h"
+
+namespace ix {
+namespace {
+
+using ix::testing::ServerProcess;
+
+struct BenchRun {
+  ix::testing::ProcessResult process;
+  boost::json::object result;
+  std::vector<boost::json::object> requests;
+};
+
+std::filesystem::path scratch_dir(const std::string& name) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ixbench_bench_serve_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs bench serve with the common flags plus `args`; loads the result file and JSONL records.
+BenchRun bench(const ServerProcess& server, const std::string& name, std::vector<std::string> args,
+               double timeout_s = 120.0) {
+  const auto dir = scratch_dir(name);
+  std::vector<std::string> all = {"bench", "serve", "--base-url", server.base_url(), "--model", "deepseek-r1",
+                                  "--tokenizer", "deepseek_v3", "--save-result", "--save-detailed", "--result-dir",
+                                  dir.string(), "--result-filename", "result.json", "--no-progress",
+                                  // Other processes share this machine's cores; a descheduled client is
+                                  // not what these tests check (capacity bench does).
+                                  "--client-lag-threshold-ms", "1000"};
+  all.insert(all.end(), args.begin(), args.end());
+  BenchRun run;
+  run.process = ix::testing::run_ixbench(all, "", timeout_s);
+  auto parsed = ix::json::read_file(dir / "result.json");
+  if (parsed && parsed->is_object()) run.result = parsed->as_object();
+  std::ifstream lines(dir / "result.requests.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    auto r = ix::json::parse(line);
+    if (r && r->is_object()) run.requests.push_back(r->as_object());
+  }
+  std::filesystem::remove_all(dir);
+  return run;
+}
+
+double num(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v) return std::nan("");
+  return v->is_double() ? v->as_double() : v->is_int64() ? static_cast<double>(v->as_int64()) : std::nan("");
+}
+
+std::unique_ptr<ServerProcess> start_server(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--model", "deepseek-r1"};
+  all.insert(all.end(), args.begin(), args.end());
+  auto server = ServerProcess::start(all);
+  EXPECT_TRUE(server.has_value()) << (server ? "" : server.error().to_string());
+  return server ? std::move(*server) : nullptr;
+}
+
+TEST(BenchServe, MeasuresTheSimulatorsFixedScheduleWithin1ms) {
+  auto server = start_server({"--fixed-ttft-ms", "100", "--fixed-itl-ms", "10"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "fixed",
+                   {"--random-input-len", "64", "--random-output-len", "20", "--random-range-ratio", "1.0",
+                    "--max-concurrency", "4", "--num-prompts", "24"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err << run.process.out;
+  const auto& r = run.result;
+  EXPECT_EQ(num(r, "completed"), 24);
+  EXPECT_EQ(num(r, "failed"), 0);
+  EXPECT_EQ(num(r, "total_output_tokens"), 24 * 20);
+  EXPECT_EQ(num(r, "total_input_tokens"), 24 * 64);  // exact prompt lengths under the tokenizer
+  EXPECT_NEAR(num(r, "median_ttft_ms"), 100.0, 1.0);
+  EXPECT_NEAR(num(r, "median_itl_ms"), 10.0, 1.0);
+  EXPECT_NEAR(num(r, "median_tpot_ms"), 10.0, 1.0);
+  EXPECT_NEAR(num(r, "median_e2el_ms"), 100.0 + 19 * 10.0, 1.0);
+  EXPECT_LT(num(r, "median_queue_ms"), 1.0);
+  EXPECT_EQ(num(r, "num_warmups"), 8);  // 2 x concurrency
+  ASSERT_EQ(run.requests.size(), 24u);
+  for (const auto& q : run.requests) {
+    EXPECT_TRUE(q.at("success").as_bool());
+    EXPECT_EQ(q.at("content_event_ms").as_array().size(), 20u);
+  }
+  // The console summary is vLLM's.
+  EXPECT_NE(run.process.out.find("============ Serving Benchmark Result ============"), std::string::npos);
+  EXPECT_NE(run.process.out.find("Mean TTFT (ms):"), std::string::npos);
+}
+
+TEST(BenchServe, HttpErrorsAreCountedAndFailTheRunWithTheReportWritten) {
+  auto server = start_server({"--no-delay", "--fault-error-rate", "1", "--fault-error-codes", "429,503"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "errors",
+                   {"--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "2", "--num-prompts",
+                    "10", "--num-warmups", "0"});
+  EXPECT_EQ(run.process.exit_code, 1) << run.process.err;
+  EXPECT_EQ(num(run.result, "failed"), 10);
+  EXPECT_EQ(num(run.result.at("errors").as_object(), "http_status"), 10);
+  const std::string example(run.result.at("error_examples").as_object().at("http_status").as_string());
+  EXPECT_TRUE(example.starts_with("HTTP 429") || example.starts_with("HTTP 503")) << example;
+  EXPECT_NE(run.process.err.find("10 of 10 requests failed"), std::string::npos) << run.process.err;
+}
+
+TEST(BenchServe, StreamFaultsAreCountedByKind) {
+  struct Case {
+    std::vector<std::string> server_flags;
+    std::vector<std::string> bench_flags;
+    std::string kind;
+  };
+  const std::vector<Case> cases = {
+      {{"--fixed-ttft-ms", "1", "--fixed-itl-ms", "1", "--fault-stall-rate", "1", "--fault-stall-ms", "5000"},
+       {"--request-timeout", "0.3"},
+       "timeout"},
+      {{"--no-delay", "--fault-drop-rate", "1"}, {}, "truncated"},
+      {{"--no-delay", "--fault-malformed-rate", "1"}, {}, "malformed"},
+  };
+  for (const Case& c : cases) {
+    auto server = start_server(c.server_flags);
+    ASSERT_TRUE(server);
+    std::vector<std::string> flags = {"--random-input-len", "16", "--random-output-len", "8", "--max-concurrency", "2",
+                                      "--num-prompts",      "6",  "--num-warmups",       "0"};
+    flags.insert(flags.end(), c.bench_flags.begin(), c.bench_flags.end());
+    auto run = bench(*server, "fault_" + c.kind, flags);
+    EXPECT_EQ(run.process.exit_code, 1) << c.kind << run.process.err;
+    ASSERT_TRUE(run.result.contains("errors")) << c.kind << run.process.err;
+    EXPECT_EQ(num(run.result.at("errors").as_object(), c.kind), 6)
+        << c.kind << " " << ix::json::to_string(run.result.at("errors"));
+    EXPECT_FALSE(run.result.at("error_examples").as_object().at(c.kind).as_string().empty());
+    ASSERT_EQ(run.requests.size(), 6u);
+    EXPECT_EQ(run.requests[0].at("error_kind").as_string(), c.kind);
+  }
+}
+
+TEST(BenchServe, ShortOutputsAreReportedButSucceed) {
+  auto server = start_server({"--no-delay", "--fault-short-rate", "1"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "short",
+                   {"--random-input-len", "16", "--random-output-len", "32", "--max-concurrency", "2", "--num-prompts",
+                    "6", "--num-warmups", "0"});
+  EXPECT_EQ(run.process.exit_code, 0) << run.process.err;
+  EXPECT_EQ(num(run.result, "completed"), 6);
+  EXPECT_EQ(num(run.result, "short_output_requests"), 6);
+}
+
+TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "open",
+                   {"--random-input-len", "16", "--random-output-len", "4", "--request-rate", "100", "--num-prompts",
+                    "200", "--num-warmups", "0", "--seed", "5"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  // Sends happen at the scheduled times (absolute schedule, no drift).
+  EXPECT_LT(num(run.result, "median_queue_ms"), 0.5);
+  EXPECT_LT(num(run.result, "p99_queue_ms"), 5.0);
+  const auto& offsets = run.result.at("scheduled_offsets_ms").as_array();
+  ASSERT_EQ(offsets.size(), 200u);
+  const double last_s = offsets.back().as_double() / 1000.0;
+  EXPECT_NEAR(last_s, 2.0, 0.45);  // 199 Poisson gaps of mean 10 ms
+  EXPECT_NEAR(num(run.result, "duration"), last_s, 0.2);
+  // Same seed, same schedule.
+  auto again = bench(*server, "open2",
+                     {"--random-input-len", "16", "--random-output-len", "4", "--request-rate", "100", "--num-prompts",
+                      "200", "--num-warmups", "0", "--seed", "5"});
+  EXPECT_EQ(ix::json::to_string(again.result.at("scheduled_offsets_ms")), ix::json::to_string(offsets));
+  EXPECT_EQ(ix::json::to_string(again.result.at("input_lens")), ix::json::to_string(run.result.at("input_lens")));
+}
+
+TEST(BenchServe, ResultKeysMatchTheGolden) {
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "schema",
+                   {"--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "2", "--num-prompts",
+                    "4", "--goodput", "ttft:1000", "--metadata", "run=ci"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  std::string keys;
+  for (const auto& [key, value] : run.result) {
+    const char* kind = value.is_null()     ? "null"
+                       : value.is_string() ? "string"
+                       : value.is_array()  ? "array"
+                       : value.is_object() ? "object"
+                       : value.is_bool()   ? "bool"
+                                           : "number";
+    keys += std::string(key) + " " + kind + "\n";
+  }
+  const std::string golden = ix::testing::source_path("tests/data/bench/bench_serve_keys.golden");
+  if (std::getenv("IXBENCH_UPDATE_GOLDENS")) std::ofstream(golden) << keys;
+  std::ifstream in(golden);
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(keys, expected.str());
+  EXPECT_EQ(run.result.at("run").as_string(), "ci");
+  EXPECT_EQ(num(run.result, "request_goodput:"), num(run.result, "request_throughput"));
+  // The API key never reaches the result.
+  EXPECT_EQ(ix::json::to_string(run.result).find("Bearer"), std::string::npos);
+}
+
+TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
+  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
+  ASSERT_TRUE(server);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    server->stop();
+  });
+  auto run = bench(*server, "died",
+                   {"--random-input-len", "16", "--random-output-len", "30", "--max-concurrency", "4", "--num-prompts",
+                    "400", "--num-warmups", "0", "--server-pid", std::to_string(server->pid())},
+                   60.0);
+  killer.join();
+  EXPECT_EQ(run.process.exit_code, 1) << run.process.err;
+  ASSERT_TRUE(run.result.contains("invalid_reasons")) << run.process.err;
+  EXPECT_FALSE(run.result.at("run_valid").as_bool());
+  EXPECT_NE(ix::json::to_string(run.result.at("invalid_reasons")).find("exited"), std::string::npos);
+  EXPECT_GT(num(run.result, "completed"), 4);
+  EXPECT_LT(num(run.result, "completed") + num(run.result, "failed"), 400);
+}
+
+TEST(BenchServe, UsageErrors) {
+  auto r = ix::testing::run_ixbench({"bench", "serve", "--model", "deepseek-r1", "--backend", "tgi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown backend 'tgi'"), std::string::npos) << r.err;
+  auto missing = ix::testing::run_ixbench({"bench", "serve"});
+  EXPECT_EQ(missing.exit_code, 2);
+  auto bad_goodput = ix::testing::run_ixbench(
+      {"bench", "serve", "--model", "deepseek-r1", "--tokenizer", "deepseek_v3", "--goodput", "latency:5"});
+  EXPECT_EQ(bad_goodput.exit_code, 1);
+  EXPECT_NE(bad_goodput.err.find("--goodput"), std::string::npos) << bad_goodput.err;
+}
+
+}  // namespace
+}  // namespace ix
