@@ -249,10 +249,12 @@ void read_concurrency(const MapView& map, Reporter& reporter, SearchEntry& entry
     return;
   }
   if (has_list) {
+    const YamlNode& node = *map.get("conc-list");
+    // read_list() reports a non-list; null (`conc-list:`) and [] are both "no concurrency".
     const YamlNode* list = read_list(map, reporter, "conc-list", true, "positive integers");
     if (!list || list->items.empty()) {
-      if (map.get("conc-list")->is_null() || (list && list->items.empty())) {
-        reporter.error(map.get("conc-list")->mark, map.path("conc-list"),
+      if (node.is_null() || list) {
+        reporter.error(node.mark, map.path("conc-list"),
                        "'conc-list' must hold at least one concurrency, e.g. `conc-list: [4, 8, 16]`");
       }
       return;

@@ -40,8 +40,8 @@ std::vector<int64_t> entry_concurrency(const SearchEntry& entry, int64_t step) {
   return expand_concurrency(entry.conc.start, entry.conc.end, step);
 }
 
-// The master config's worker with pp/dcp-size/pcp-size defaulted (they already are in the struct;
-// rendering appends the keys that were omitted).
+// Validation guarantees multi-node entries have both workers; pp/dcp-size/pcp-size already hold
+// their defaults (rendering appends the keys the config omitted).
 const Worker& worker_or(const std::optional<Worker>& worker) {
   static const Worker kEmpty;
   return worker ? *worker : kEmpty;

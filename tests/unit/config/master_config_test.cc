@@ -155,6 +155,7 @@ TEST(MasterConfig, ConcurrencyRules) {
   expect_one(single_node("      - { tp: 8, conc-start: 0, conc-end: 4 }\n"), kSs + "conc-start", ">= 1");
   expect_one(single_node("      - { tp: 8, conc-list: [4, 0] }\n"), kSs + "conc-list[1]", "integers > 0");
   expect_one(single_node("      - { tp: 8, conc-list: [] }\n"), kSs + "conc-list", "at least one");
+  expect_one(single_node("      - { tp: 8, conc-list: }\n"), kSs + "conc-list", "at least one");
 }
 
 TEST(MasterConfig, DcpMustDivideTp) {
