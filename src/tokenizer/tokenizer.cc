@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 #include <fstream>
 #include <queue>
 #include <sstream>
@@ -918,6 +919,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
   // Added tokens.
   if (const auto* list = root.if_contains("added_tokens"); list != nullptr && !list->is_null()) {
     if (!list->is_array()) return fail(invalid(source_name, "added_tokens must be an array"));
+    const auto vocab_len = static_cast<int32_t>(impl->vocab.size());
+    int32_t max_added = -1;
+    boost::unordered_flat_set<std::string, StringHash, StringEq> seen_added;
     for (const auto& item : list->get_array()) {
       if (!item.is_object()) return fail(invalid(source_name, "added_tokens entries must be objects"));
       const auto& o = item.get_object();
@@ -927,8 +931,20 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
         return fail(invalid(source_name, "added token without integer 'id' and string 'content'"));
       }
       AddedTokenInfo token;
-      token.id = static_cast<int32_t>(id->get_int64());
       token.content = std::string(content->get_string());
+      // HF ignores the stored id: AddedVocabulary::add_tokens gives a token its vocabulary id when
+      // the model has it, else the next id after the vocabulary (or after the largest added id).
+      // Real files store exactly those ids; a hand-edited one behaves as it does in HF.
+      if (token.content.empty() || seen_added.contains(token.content)) continue;
+      if (auto in_vocab = impl->vocab.find(std::string_view(token.content)); in_vocab != impl->vocab.end()) {
+        token.id = in_vocab->second;
+      } else if (max_added < 0) {
+        token.id = vocab_len;
+      } else {
+        token.id = (max_added >= vocab_len || vocab_len == 0) ? max_added + 1 : vocab_len;
+      }
+      max_added = std::max(max_added, token.id);
+      seen_added.insert(token.content);
       token.special = get_flag(o, "special");
       token.lstrip = get_flag(o, "lstrip");
       token.rstrip = get_flag(o, "rstrip");
@@ -936,7 +952,6 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
       if (get_flag(o, "single_word")) {
         return fail(unsupported(source_name, fmt::format("added token '{}' uses single_word", token.content)));
       }
-      if (token.id < 0) return fail(invalid(source_name, "negative added token id"));
       impl->added.push_back(std::move(token));
     }
   }
