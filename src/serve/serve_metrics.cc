@@ -21,9 +21,12 @@ std::vector<double> e2e_buckets() {
           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 }
 
-// Prometheus floats: integers without a fraction are fine, +Inf spelled so.
+// Numbers as Python's prometheus_client prints them (what vLLM's /metrics shows): shortest
+// round-trip form, integral values with ".0" ("3.0", le="2560.0").
 std::string number(double value) {
-  return fmt::format("{}", value);
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
 }
 
 void gauge(std::string& out, std::string_view name, std::string_view help, std::string_view type,
@@ -72,14 +75,15 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   for (size_t index = 0; index < upper_bounds_.size(); ++index) {
     cumulative += buckets_[index].load(std::memory_order_relaxed);
     fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels,
-                   number(upper_bounds_[index]), cumulative);
+                   number(upper_bounds_[index]), number(static_cast<double>(cumulative)));
   }
   cumulative += buckets_[upper_bounds_.size()].load(std::memory_order_relaxed);
-  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, cumulative);
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels,
+                 number(static_cast<double>(cumulative)));
   fmt::format_to(std::back_inserter(out), "{}_sum{{{}}} {}\n", name, labels,
                  number(static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9));
   // _count equals the +Inf bucket, as Prometheus requires.
-  fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, cumulative);
+  fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, number(static_cast<double>(cumulative)));
 }
 
 ServeMetrics::ServeMetrics() : ttft_(ttft_buckets()), inter_token_(tpot_buckets()), e2e_(e2e_buckets()) {}
@@ -96,7 +100,17 @@ void ServeMetrics::count_finished(sim::FinishReason reason) {
 std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_view model_name) const {
   std::string out;
   out.reserve(8192);
-  std::string labels = fmt::format("model_name=\"{}\"", model_name);
+  // Label values escape backslash, quote and newline (exposition format).
+  std::string escaped;
+  for (char c : model_name) {
+    if (c == '\\' || c == '"') escaped += '\\';
+    if (c == '\n') {
+      escaped += "\\n";
+      continue;
+    }
+    escaped += c;
+  }
+  std::string labels = fmt::format("model_name=\"{}\"", escaped);
   gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
         static_cast<double>(engine.num_requests_running));
   gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge", labels,
@@ -124,7 +138,7 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   for (auto [reason, value] : {std::pair{"length", &finished_length_}, std::pair{"stop", &finished_stop_},
                                std::pair{"abort", &finished_abort_}}) {
     fmt::format_to(std::back_inserter(out), "vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels,
-                   reason, value->load(std::memory_order_relaxed));
+                   reason, number(static_cast<double>(value->load(std::memory_order_relaxed))));
   }
   ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
   inter_token_.render(out, "vllm:time_per_output_token_seconds",

@@ -1,0 +1,104 @@
+// /metrics text: vLLM names, Prometheus exposition format, cumulative histograms (golden file).
+#include "serve/serve_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/subprocess.h"
+
+namespace ix::serve {
+namespace {
+
+std::string render_sample() {
+  ServeMetrics metrics;
+  metrics.observe_ttft_s(0.003);
+  metrics.observe_ttft_s(0.3);
+  metrics.observe_ttft_s(5000.0);
+  metrics.observe_inter_token_s(0.02);
+  metrics.observe_e2e_s(1.2);
+  metrics.count_finished(sim::FinishReason::kLength);
+  metrics.count_finished(sim::FinishReason::kStop);
+  metrics.count_profile_start();
+  sim::EngineMetrics engine;
+  engine.num_requests_running = 3;
+  engine.num_requests_waiting = 2;
+  engine.kv_cache_usage_perc = 0.25;
+  engine.prefix_cache_queries = 1000;
+  engine.prefix_cache_hits = 640;
+  engine.prompt_tokens_total = 5000;
+  engine.generation_tokens_total = 700;
+  engine.spec_decode_num_drafts = 10;
+  engine.spec_decode_num_draft_tokens = 30;
+  engine.spec_decode_num_accepted_tokens = 21;
+  return metrics.render(engine, "deepseek-ai/DeepSeek-R1");
+}
+
+TEST(ServeMetrics, MatchesGoldenFile) {
+  std::string path = testing::source_path("tests/unit/serve/testdata/metrics_golden.txt");
+  if (std::getenv("IXBENCH_UPDATE_GOLDEN") != nullptr) std::ofstream(path) << render_sample();
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path;
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(render_sample(), golden.str());
+}
+
+TEST(ServeMetrics, EverySampleLineIsWellFormed) {
+  std::istringstream lines(render_sample());
+  std::string line;
+  int samples = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    ++samples;
+    // name{labels} value
+    size_t brace = line.find('{');
+    size_t close = line.find("} ");
+    ASSERT_NE(brace, std::string::npos) << line;
+    ASSERT_NE(close, std::string::npos) << line;
+    EXPECT_NE(line.find("model_name=\"deepseek-ai/DeepSeek-R1\""), std::string::npos) << line;
+    std::string value = line.substr(close + 2);
+    char* end = nullptr;
+    std::strtod(value.c_str(), &end);
+    EXPECT_EQ(*end, '\0') << line;
+  }
+  EXPECT_GT(samples, 50);
+}
+
+TEST(ServeMetrics, HistogramBucketsAreCumulativeAndCountMatchesInf) {
+  std::string text = render_sample();
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.001\"} 0.0"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.005\"} 1.0"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"2560.0\"} 2.0"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"+Inf\"} 3.0"),
+      std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"deepseek-ai/DeepSeek-R1\"} 3.0"),
+            std::string::npos);
+}
+
+TEST(Histogram, MergeAddsBatchedCounts) {
+  Histogram histogram({0.1, 1.0});
+  std::vector<uint32_t> counts(histogram.bucket_count(), 0);
+  counts[histogram.bucket_of(0.05)] += 2;
+  counts[histogram.bucket_of(5.0)] += 1;
+  histogram.merge(counts, 5'100'000'000);
+  EXPECT_EQ(histogram.count(), 3u);
+  std::string out;
+  histogram.render(out, "h", "help", "a=\"b\"");
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"0.1\"} 2.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"1.0\"} 2.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"+Inf\"} 3.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_sum{a=\"b\"} 5.1\n"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace ix::serve

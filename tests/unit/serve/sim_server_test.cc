@@ -1,0 +1,435 @@
+// SimServer end to end over loopback (in-process): OpenAI shapes, SSE framing, errors, faults,
+// fixed-schedule timing, metrics, cancellation.
+#include "serve/sim_server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "common/clock.h"
+#include "serve/schedule_engines.h"
+#include "support/server_process.h"
+
+namespace ix::serve {
+namespace {
+
+namespace bj = boost::json;
+using testing::make_get;
+using testing::make_post;
+using testing::RawHttpClient;
+using testing::RawResponse;
+using testing::sse_data_lines;
+
+enum class Mode { kNoDelay, kFixed };
+
+struct Server {
+  std::unique_ptr<SimServer> server;
+
+  explicit Server(Mode mode = Mode::kNoDelay, FaultOptions faults = {}, double ttft_ms = 30, double itl_ms = 10,
+                  int32_t max_model_len = 4096) {
+    const Clock& clock = steady_clock_instance();
+    std::unique_ptr<sim::LiveEngine> engine;
+    if (mode == Mode::kNoDelay) {
+      engine = std::make_unique<NoDelayEngine>(max_model_len, clock);
+    } else {
+      engine = std::make_unique<FixedScheduleEngine>(ttft_ms, itl_ms, max_model_len, clock);
+    }
+    SimServeOptions options;
+    options.port = 0;
+    options.threads = 2;
+    options.model_name = "test-model";
+    options.faults = faults;
+    auto started = SimServer::start(options, std::move(engine), make_fallback_codec());
+    EXPECT_TRUE(started) << started.error().message();
+    server = std::move(*started);
+  }
+
+  RawResponse exchange(const std::string& request, double timeout_s = 10.0) {
+    auto client = RawHttpClient::connect(server->port());
+    EXPECT_TRUE(client);
+    EXPECT_TRUE(client->send(request));
+    auto response = client->read_response(timeout_s);
+    EXPECT_TRUE(response) << response.error().message();
+    return response ? *response : RawResponse();
+  }
+  RawResponse post(const std::string& path, const std::string& body) { return exchange(make_post(path, body)); }
+  RawResponse get(const std::string& path) { return exchange(make_get(path)); }
+};
+
+bj::object parse_object(const std::string& text) {
+  boost::system::error_code ec;
+  bj::value value = bj::parse(text, ec);
+  EXPECT_FALSE(ec) << text;
+  EXPECT_TRUE(value.is_object()) << text;
+  return value.is_object() ? value.as_object() : bj::object();
+}
+
+void expect_openai_error(const RawResponse& response, int status, const std::string& message_part) {
+  EXPECT_EQ(response.status, status) << response.body;
+  EXPECT_EQ(response.header("content-type"), "application/json");
+  auto object = parse_object(response.body);
+  ASSERT_TRUE(object.contains("error")) << response.body;
+  const auto& error = object.at("error").as_object();
+  EXPECT_EQ(error.at("code").as_int64(), status);
+  EXPECT_TRUE(error.at("type").is_string());
+  EXPECT_TRUE(error.at("param").is_null());
+  EXPECT_NE(std::string(error.at("message").as_string()).find(message_part), std::string::npos) << response.body;
+}
+
+TEST(SimServer, StreamingCompletionHasVllmChunksUsageAndDone) {
+  Server server;
+  auto response = server.post("/v1/completions", R"({"model":"test-model","prompt":"hello there","max_tokens":5,)"
+                                                 R"("stream":true,"stream_options":{"include_usage":true}})");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.header("content-type"), "text/event-stream; charset=utf-8");
+  EXPECT_TRUE(response.chunked);
+  ASSERT_TRUE(response.complete);
+  // Framing: every event is "data: ...\n\n".
+  EXPECT_EQ(response.body.rfind("data: ", 0), 0u);
+  EXPECT_EQ(response.body.substr(response.body.size() - 14), "data: [DONE]\n\n");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 7u);  // 5 tokens, usage, [DONE]
+  std::string id;
+  for (int index = 0; index < 5; ++index) {
+    auto chunk = parse_object(lines[static_cast<size_t>(index)]);
+    EXPECT_EQ(chunk.at("object").as_string(), "text_completion");
+    EXPECT_EQ(chunk.at("model").as_string(), "test-model");
+    EXPECT_TRUE(chunk.at("created").is_int64());
+    if (index == 0) id = std::string(chunk.at("id").as_string());
+    EXPECT_EQ(chunk.at("id").as_string(), id);
+    EXPECT_EQ(id.rfind("cmpl-", 0), 0u);
+    const auto& choice = chunk.at("choices").as_array().at(0).as_object();
+    EXPECT_EQ(choice.at("index").as_int64(), 0);
+    EXPECT_FALSE(choice.at("text").as_string().empty());
+    EXPECT_TRUE(choice.at("logprobs").is_null());
+    if (index < 4) {
+      EXPECT_TRUE(choice.at("finish_reason").is_null());
+    } else {
+      EXPECT_EQ(choice.at("finish_reason").as_string(), "length");
+    }
+  }
+  auto usage_chunk = parse_object(lines[5]);
+  EXPECT_TRUE(usage_chunk.at("choices").as_array().empty());
+  const auto& usage = usage_chunk.at("usage").as_object();
+  EXPECT_EQ(usage.at("completion_tokens").as_int64(), 5);
+  EXPECT_GT(usage.at("prompt_tokens").as_int64(), 0);
+  EXPECT_EQ(usage.at("total_tokens").as_int64(),
+            usage.at("prompt_tokens").as_int64() + usage.at("completion_tokens").as_int64());
+  EXPECT_EQ(usage.at("prompt_tokens_details").as_object().at("cached_tokens").as_int64(), 0);
+  EXPECT_EQ(lines[6], "[DONE]");
+}
+
+TEST(SimServer, StreamWithoutIncludeUsageHasNoUsageChunk) {
+  Server server;
+  auto response = server.post("/v1/completions", R"({"prompt":[1,2,3],"max_tokens":3,"stream":true})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines.back(), "[DONE]");
+  for (size_t index = 0; index < 3; ++index) EXPECT_FALSE(parse_object(lines[index]).contains("usage"));
+}
+
+TEST(SimServer, ChatStreamStartsWithRoleAndUsesDeltas) {
+  Server server;
+  auto response =
+      server.post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":4,)"
+                                          R"("stream":true,"stream_options":{"include_usage":true}})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 7u);  // role, 4 tokens, usage, [DONE]
+  auto role = parse_object(lines[0]);
+  EXPECT_EQ(role.at("object").as_string(), "chat.completion.chunk");
+  EXPECT_EQ(std::string(role.at("id").as_string()).rfind("chatcmpl-", 0), 0u);
+  const auto& role_delta = role.at("choices").as_array().at(0).at("delta").as_object();
+  EXPECT_EQ(role_delta.at("role").as_string(), "assistant");
+  EXPECT_EQ(role_delta.at("content").as_string(), "");
+  std::string text;
+  for (size_t index = 1; index <= 4; ++index) {
+    auto chunk = parse_object(lines[index]);
+    const auto& choice = chunk.at("choices").as_array().at(0).as_object();
+    text += std::string(choice.at("delta").as_object().at("content").as_string());
+    EXPECT_EQ(choice.at("finish_reason").is_null(), index < 4);
+  }
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(parse_object(lines[5]).at("usage").as_object().at("completion_tokens").as_int64(), 4);
+}
+
+TEST(SimServer, NonStreamingResponsesHaveContentLengthAndUsage) {
+  Server server;
+  auto completion = server.post("/v1/completions", R"({"prompt":"a b c","max_tokens":6})");
+  EXPECT_EQ(completion.status, 200);
+  EXPECT_FALSE(completion.chunked);
+  EXPECT_EQ(completion.header("content-length"), std::to_string(completion.body.size()));
+  auto object = parse_object(completion.body);
+  EXPECT_EQ(object.at("object").as_string(), "text_completion");
+  const auto& choice = object.at("choices").as_array().at(0).as_object();
+  EXPECT_EQ(choice.at("finish_reason").as_string(), "length");
+  EXPECT_FALSE(choice.at("text").as_string().empty());
+  EXPECT_EQ(object.at("usage").as_object().at("completion_tokens").as_int64(), 6);
+
+  auto chat = server.post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":2})");
+  auto chat_object = parse_object(chat.body);
+  EXPECT_EQ(chat_object.at("object").as_string(), "chat.completion");
+  const auto& message = chat_object.at("choices").as_array().at(0).at("message").as_object();
+  EXPECT_EQ(message.at("role").as_string(), "assistant");
+  EXPECT_EQ(chat_object.at("usage").as_object().at("completion_tokens").as_int64(), 2);
+}
+
+TEST(SimServer, DefaultMaxTokensIs16ForCompletions) {
+  Server server;
+  auto object = parse_object(server.post("/v1/completions", R"({"prompt":"x"})").body);
+  EXPECT_EQ(object.at("usage").as_object().at("completion_tokens").as_int64(), 16);
+}
+
+TEST(SimServer, TokenIdPromptsCountExactly) {
+  Server server;
+  auto object = parse_object(server.post("/v1/completions", R"({"prompt":[5,6,7,8,9],"max_tokens":1})").body);
+  EXPECT_EQ(object.at("usage").as_object().at("prompt_tokens").as_int64(), 5);
+}
+
+TEST(SimServer, StopStringEndsTheStreamWithStop) {
+  Server server;
+  // The output cycles through a fixed passage; every word occurs in it, so " the" is reached.
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":200,"stop":[" the"],"stream":true,)"
+                                                 R"("stream_options":{"include_usage":true}})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_GE(lines.size(), 3u);
+  auto last_chunk = parse_object(lines[lines.size() - 3]);
+  const auto& choice = last_chunk.at("choices").as_array().at(0).as_object();
+  EXPECT_EQ(choice.at("finish_reason").as_string(), "stop");
+  EXPECT_EQ(choice.at("stop_reason").as_string(), " the");
+  std::string text;
+  for (size_t index = 0; index + 2 < lines.size(); ++index) {
+    text += std::string(parse_object(lines[index]).at("choices").as_array().at(0).at("text").as_string());
+  }
+  EXPECT_EQ(text.find(" the"), std::string::npos) << text;
+  EXPECT_LT(parse_object(lines[lines.size() - 2]).at("usage").at("completion_tokens").as_int64(), 200);
+}
+
+TEST(SimServer, BadRequestsGet400OpenAiErrors) {
+  Server server;
+  expect_openai_error(server.post("/v1/completions", "{bad json"), 400, "malformed JSON");
+  expect_openai_error(server.post("/v1/completions", R"({"max_tokens":5})"), 400, "'prompt'");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","max_tokens":"many"})"), 400, "max_tokens");
+  expect_openai_error(server.post("/v1/chat/completions", R"({"prompt":"x"})"), 400, "'messages'");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","max_tokens":5000})"), 400,
+                      "maximum context length is 4096");
+  std::string long_prompt = "[" + std::string(4096 * 2 - 1, '1') + "]";
+  for (size_t index = 2; index < long_prompt.size() - 1; index += 2) long_prompt[index] = ',';
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":)" + long_prompt + "}"), 400,
+                      "maximum context length");
+  expect_openai_error(server.post("/v1/completions", R"({"model":"other","prompt":"x"})"), 404,
+                      "The model `other` does not exist.");
+}
+
+TEST(SimServer, UnknownPathIs404AndWrongMethodIs405) {
+  Server server;
+  expect_openai_error(server.get("/v1/nothing"), 404, "no route");
+  auto response = server.get("/v1/completions");
+  expect_openai_error(response, 405, "not allowed");
+  EXPECT_EQ(response.header("allow"), "POST");
+  expect_openai_error(server.post("/metrics", "{}"), 405, "not allowed");
+}
+
+TEST(SimServer, ModelsHealthTokenizeVersionAndProfile) {
+  Server server;
+  auto models = parse_object(server.get("/v1/models").body);
+  EXPECT_EQ(models.at("object").as_string(), "list");
+  const auto& model = models.at("data").as_array().at(0).as_object();
+  EXPECT_EQ(model.at("id").as_string(), "test-model");
+  EXPECT_EQ(model.at("max_model_len").as_int64(), 4096);
+  EXPECT_EQ(server.get("/health").status, 200);
+  auto tokens = parse_object(server.post("/tokenize", R"({"prompt":[3,4,5]})").body);
+  EXPECT_EQ(tokens.at("count").as_int64(), 3);
+  EXPECT_EQ(tokens.at("tokens").as_array().size(), 3u);
+  EXPECT_EQ(tokens.at("max_model_len").as_int64(), 4096);
+  auto text_tokens = parse_object(server.post("/tokenize", R"({"prompt":"hello world, again"})").body);
+  EXPECT_GT(text_tokens.at("count").as_int64(), 0);
+  expect_openai_error(server.post("/tokenize", "[]"), 400, "JSON object");
+  EXPECT_EQ(server.get("/version").status, 200);
+  EXPECT_EQ(server.post("/start_profile", "").status, 200);
+  EXPECT_EQ(server.post("/stop_profile", "").status, 200);
+  auto metrics = server.get("/metrics").body;
+  EXPECT_NE(metrics.find("ixbench:profile_starts_total{model_name=\"test-model\"} 1.0"), std::string::npos);
+  EXPECT_NE(metrics.find("ixbench:profile_stops_total{model_name=\"test-model\"} 1.0"), std::string::npos);
+}
+
+TEST(SimServer, MetricsCountRequestsAndTokens) {
+  Server server(Mode::kFixed, {}, 5, 1);
+  for (int index = 0; index < 3; ++index) {
+    server.post("/v1/completions", R"({"prompt":[1,2,3,4],"max_tokens":10,"stream":true})");
+  }
+  auto response = server.get("/metrics");
+  EXPECT_EQ(response.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = response.body;
+  EXPECT_NE(text.find("vllm:prompt_tokens_total{model_name=\"test-model\"} 12.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("vllm:generation_tokens_total{model_name=\"test-model\"} 30.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"test-model\"} 3.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:time_per_output_token_seconds_count{model_name=\"test-model\"} 27.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 3.0"),
+            std::string::npos);
+  for (const char* name :
+       {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+        "vllm:num_requests_waiting", "vllm:spec_decode_num_draft_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total"}) {
+    EXPECT_NE(text.find(std::string("# TYPE ") + name), std::string::npos) << name;
+  }
+}
+
+TEST(SimServer, FixedScheduleTimingOverHttp) {
+  Server server(Mode::kFixed, {}, 200, 50);
+  auto client = RawHttpClient::connect(server.server->port());
+  ASSERT_TRUE(client);
+  int64_t sent = steady_clock_instance().now_ns();
+  ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":6,"stream":true})")));
+  auto response = client->read_response();
+  ASSERT_TRUE(response && response->complete);
+  // One chunk per token event (they are due 50 ms apart), the last carrying [DONE] too.
+  ASSERT_EQ(response->chunks.size(), 6u);
+  double ttft_ms = static_cast<double>(response->chunk_times_ns[0] - sent) / 1e6;
+  EXPECT_GE(ttft_ms, 195.0);
+  EXPECT_LT(ttft_ms, 400.0);
+  for (size_t index = 1; index < response->chunks.size(); ++index) {
+    double gap_ms = static_cast<double>(response->chunk_times_ns[index] - response->chunk_times_ns[index - 1]) / 1e6;
+    EXPECT_GT(gap_ms, 25.0) << index;
+    EXPECT_LT(gap_ms, 150.0) << index;
+  }
+  // Absolute schedule: the last token lands at ttft + 5 itl, whatever the individual gaps.
+  double last_ms = static_cast<double>(response->chunk_times_ns.back() - sent) / 1e6;
+  EXPECT_GE(last_ms, 445.0);
+  EXPECT_LT(last_ms, 650.0);
+}
+
+TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
+  Server server(Mode::kFixed, {}, 1, 50);
+  {
+    auto client = RawHttpClient::connect(server.server->port());
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":4000,"stream":true})")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    auto metrics = server.get("/metrics").body;
+    EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 1.0"), std::string::npos);
+  }
+  std::string metrics;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    metrics = server.get("/metrics").body;
+    if (metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(metrics.find("finished_reason=\"abort\"} 1.0"), std::string::npos);
+}
+
+// --- fault injection ---------------------------------------------------------------------------
+
+TEST(SimServerFaults, ErrorRateAnswersWithConfiguredCodes) {
+  FaultOptions faults;
+  faults.error_rate = 1.0;
+  faults.error_codes = {429, 503};
+  Server server(Mode::kNoDelay, faults);
+  std::set<int> seen;
+  for (int index = 0; index < 30; ++index) {
+    auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":3,"stream":true})");
+    seen.insert(response.status);
+    expect_openai_error(response, response.status, "injected fault");
+  }
+  EXPECT_EQ(seen, (std::set<int>{429, 503}));
+}
+
+TEST(SimServerFaults, StallPausesMidStream) {
+  FaultOptions faults;
+  faults.stall_rate = 1.0;
+  faults.stall_ms = 300;
+  Server server(Mode::kFixed, faults, 1, 5);
+  auto client = RawHttpClient::connect(server.server->port());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":10,"stream":true})")));
+  auto response = client->read_response();
+  ASSERT_TRUE(response && response->complete);
+  EXPECT_EQ(sse_data_lines(response->body).size(), 11u);
+  int64_t longest = 0;
+  for (size_t index = 1; index < response->chunk_times_ns.size(); ++index) {
+    longest = std::max(longest, response->chunk_times_ns[index] - response->chunk_times_ns[index - 1]);
+  }
+  EXPECT_GE(longest, 280'000'000);
+}
+
+TEST(SimServerFaults, DropClosesTheConnectionMidStream) {
+  FaultOptions faults;
+  faults.drop_rate = 1.0;
+  Server server(Mode::kNoDelay, faults);
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":20,"stream":true})");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_FALSE(response.complete);
+  auto lines = sse_data_lines(response.body);
+  EXPECT_GE(lines.size(), 1u);
+  EXPECT_LT(lines.size(), 20u);
+  EXPECT_EQ(response.body.find("[DONE]"), std::string::npos);
+}
+
+TEST(SimServerFaults, MalformedEventIsInsertedOnce) {
+  FaultOptions faults;
+  faults.malformed_rate = 1.0;
+  Server server(Mode::kNoDelay, faults);
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":20,"stream":true})");
+  ASSERT_TRUE(response.complete);
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 22u);  // 20 tokens + 1 malformed + [DONE]
+  int malformed = 0;
+  for (const auto& line : lines) {
+    if (line == "[DONE]") continue;
+    boost::system::error_code ec;
+    bj::parse(line, ec);
+    malformed += ec ? 1 : 0;
+  }
+  EXPECT_EQ(malformed, 1);
+}
+
+TEST(SimServerFaults, ShortFinishesEarlyWithStop) {
+  FaultOptions faults;
+  faults.short_rate = 1.0;
+  Server server(Mode::kNoDelay, faults);
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":50,"stream":true,)"
+                                                 R"("stream_options":{"include_usage":true}})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_GE(lines.size(), 3u);
+  int64_t completion = parse_object(lines[lines.size() - 2]).at("usage").at("completion_tokens").as_int64();
+  EXPECT_GE(completion, 1);
+  EXPECT_LT(completion, 50);
+  EXPECT_EQ(static_cast<int64_t>(lines.size()), completion + 2);
+  auto last = parse_object(lines[lines.size() - 3]);
+  EXPECT_EQ(last.at("choices").as_array().at(0).at("finish_reason").as_string(), "stop");
+}
+
+TEST(SimServerFaults, HealthDelayThen200) {
+  FaultOptions faults;
+  faults.health_delay_ms = 300;
+  Server server(Mode::kNoDelay, faults);
+  expect_openai_error(server.get("/health"), 503, "starting");
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_EQ(server.get("/health").status, 200);
+}
+
+TEST(SimServerFaults, NonStreamingFaults) {
+  FaultOptions drop;
+  drop.drop_rate = 1.0;
+  Server dropping(Mode::kNoDelay, drop);
+  auto client = RawHttpClient::connect(dropping.server->port());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":5})")));
+  EXPECT_FALSE(client->read_response(3.0));
+
+  FaultOptions malformed;
+  malformed.malformed_rate = 1.0;
+  Server malforming(Mode::kNoDelay, malformed);
+  auto response = malforming.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+  EXPECT_EQ(response.status, 200);
+  boost::system::error_code ec;
+  bj::parse(response.body, ec);
+  EXPECT_TRUE(ec);
+}
+
+}  // namespace
+}  // namespace ix::serve
