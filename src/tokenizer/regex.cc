@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <pcre2.h>
 
+#include <cstdint>
+
 namespace ix::tok {
 namespace {
 
@@ -23,6 +25,11 @@ struct ThreadMatchState {
     context = pcre2_match_context_create(nullptr);
     stack = pcre2_jit_stack_create(32 * 1024, 16 * 1024 * 1024, nullptr);
     pcre2_jit_stack_assign(context, nullptr, stack);
+    // HF's Oniguruma has no practical backtracking limit for these patterns; PCRE2's default
+    // match limit (10 million) could stop a scan of a multi-megabyte whitespace run, which would
+    // silently change the pieces.
+    pcre2_set_match_limit(context, UINT32_MAX);
+    pcre2_set_depth_limit(context, UINT32_MAX);
   }
   ~ThreadMatchState() {
     pcre2_jit_stack_free(stack);

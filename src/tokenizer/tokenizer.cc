@@ -390,8 +390,12 @@ struct Tokenizer::Impl::WordCache {
   };
   boost::unordered_flat_map<std::string, Entry, StringHash, StringEq> map;
   std::vector<int32_t> arena;
-  static constexpr size_t kMaxEntries = 1 << 18;
-  static constexpr size_t kMaxWordBytes = 256;
+  size_t key_bytes = 0;
+  // Long words (runs of spaces, long identifiers) are cached too: they recur in real text and
+  // their merges cost O(n log n). The cache is dropped whole when it outgrows its budget.
+  static constexpr size_t kMaxWordBytes = 16 * 1024;
+  static constexpr size_t kMaxKeyBytes = 16 * 1024 * 1024;
+  static constexpr size_t kMaxEntries = 1 << 17;
 };
 
 Tokenizer::Impl::WordCache& Tokenizer::Impl::cache() const {
@@ -620,10 +624,12 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<int32_t>& out, Word
   const size_t before = out.size();
   merge_word(word, out);
   if (cacheable) {
-    if (word_cache.map.size() >= WordCache::kMaxEntries) {
+    if (word_cache.map.size() >= WordCache::kMaxEntries || word_cache.key_bytes >= WordCache::kMaxKeyBytes) {
       word_cache.map.clear();
       word_cache.arena.clear();
+      word_cache.key_bytes = 0;
     }
+    word_cache.key_bytes += word.size();
     const auto offset = static_cast<uint32_t>(word_cache.arena.size());
     word_cache.arena.insert(word_cache.arena.end(), out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
     word_cache.map.emplace(std::string(word), WordCache::Entry{offset, static_cast<uint32_t>(out.size() - before)});
