@@ -1,0 +1,517 @@
+// Capacity and timing accuracy of the `bench serve` client (src/bench + src/http), against
+// `ixbench sim serve` over loopback.
+//
+// Phases (each prints one block; the summary table prints side-by-side ratios):
+//   1. ceiling: a raw loopback SSE reader (epoll, non-blocking sockets, one request per
+//      connection with Connection: close, counts bytes and "\n\n" event ends, parses nothing) on
+//      --threads threads against `sim serve --no-delay`; events/s and bytes/s.
+//   2. client: bench::run_serve (the real client: HTTP parsing, SSE decoding, JSON chunk parsing,
+//      per-event timestamps, records) with --concurrency streams of --output-len tokens on
+//      --threads threads, for --duration-s; content events/s, and its event-loop lag (how late a
+//      due timer runs = how long a ready socket can wait before its bytes are stamped: the added
+//      timing error).
+//   3. accuracy: `sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10` at each --accuracy-concurrency;
+//      measured TTFT/ITL p50/p99 against the true 50 ms / 10 ms.
+//
+// The server is spawned from --ixbench (default: the ixbench built beside this program) with
+// --server-threads event-loop threads, pinned to --server-cpus if given; the client pins itself
+// to --client-cpus if given (e.g. --client-cpus 0,1 for "2 cores"). --server-url uses a running
+// server instead (phases 1-2 then need it to be --no-delay). Loads are bounded by --duration-s.
+//
+// Usage: bench_client_capacity [--threads 2] [--concurrency 10000] [--output-len 1000]
+//        [--duration-s 10] [--server-threads 8] [--client-cpus 0,1] [--server-cpus 2-9]
+//        [--accuracy-concurrency 256,1024] [--server-url URL] [--ixbench PATH] [--skip-raw]
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/serve_runner.h"
+#include "common/clock.h"
+#include "common/json_io.h"
+#include "http/client.h"
+#include "http/client_response.h"
+#include "http/sse.h"
+#include "metrics/statistics.h"
+#include "openai/backend.h"
+
+namespace {
+
+struct Flags {
+  int threads = 2;
+  int concurrency = 10000;
+  int output_len = 1000;
+  double duration_s = 10;
+  int server_threads = 8;
+  std::string client_cpus;
+  std::string server_cpus;
+  std::string accuracy = "256,1024";
+  std::string server_url;
+  std::string ixbench;
+  bool skip_raw = false;
+};
+
+std::vector<int> parse_cpus(const std::string& text) {
+  std::vector<int> cpus;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    const size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      cpus.push_back(std::stoi(item));
+    } else {
+      for (int c = std::stoi(item.substr(0, dash)); c <= std::stoi(item.substr(dash + 1)); ++c) cpus.push_back(c);
+    }
+    pos = end + 1;
+  }
+  return cpus;
+}
+
+void pin_to(const std::string& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : parse_cpus(cpus)) CPU_SET(c, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+void raise_fd_limit() {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+// A spawned `ixbench sim serve`, killed on destruction.
+class Server {
+ public:
+  static std::unique_ptr<Server> spawn(const Flags& f, const std::vector<std::string>& mode) {
+    std::vector<std::string> args = {f.ixbench, "sim",         "serve",
+                                     "--model", "deepseek-r1", "--port",
+                                     "0",       "--threads",   std::to_string(f.server_threads)};
+    args.insert(args.end(), mode.begin(), mode.end());
+    int out[2];
+    if (pipe(out) != 0) return nullptr;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      pin_to(f.server_cpus);
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    char c;
+    while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    const std::string prefix = "listening on ";
+    if (line.rfind(prefix, 0) != 0) {
+      fmt::print(stderr, "server did not start: '{}'\n", line);
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return nullptr;
+    }
+    auto s = std::make_unique<Server>();
+    s->pid_ = pid;
+    s->fd_ = out[0];
+    s->url_ = line.substr(prefix.size());
+    return s;
+  }
+  Server() = default;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  const std::string& url() const { return url_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string url_;
+};
+
+std::string request_bytes(const ix::http::Url& url, const std::string& body, bool close_connection) {
+  return fmt::format(
+      "POST {}/v1/completions HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\nContent-Length: "
+      "{}\r\n{}\r\n{}",
+      url.path, url.host, url.port, body.size(), close_connection ? "Connection: close\r\n" : "", body);
+}
+
+std::string completion_body(int output_len) {
+  ix::openai::CompletionRequest r{.model = "deepseek-r1",
+                                  .prompt = " hello world this is a short prompt",
+                                  .max_tokens = output_len,
+                                  .ignore_eos = true,
+                                  .temperature = 0.0,
+                                  .continuous_usage = true,
+                                  .extra_body_json = {}};
+  return *ix::openai::build_request_body(ix::openai::Backend::kVllm, r);
+}
+
+// Phase 0: CPU cost of the client's per-event path, in process and independent of other load on
+// the machine: a real streamed response from the server (HTTP chunked framing re-applied as the
+// server sends it) is fed in 8 KiB reads through the same stages the client runs per read:
+// HTTP/1.1 response parsing, SSE decoding, JSON chunk decoding, per-event timestamp and token
+// bookkeeping. Thread CPU time / events = the ceiling of events per second per core.
+struct ParseCost {
+  double ns_per_event = 0;
+  int64_t events_per_response = 0;
+  size_t bytes_per_response = 0;
+};
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+ParseCost parse_cost(const ix::http::Url& url, int output_len) {
+  ParseCost cost;
+  const std::string body = completion_body(output_len);
+  auto response = ix::http::fetch(url, "POST", "/v1/completions", body, {}, 30'000'000'000);
+  if (!response || response->status != 200) {
+    fmt::print(stderr, "parse-cost: cannot fetch a sample stream\n");
+    return cost;
+  }
+  // Re-frame as chunked: one chunk per SSE event, as the server writes them.
+  std::string wire = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+  size_t pos = 0;
+  const std::string& b = response->body;
+  while (pos < b.size()) {
+    size_t end = b.find("\n\n", pos);
+    end = end == std::string::npos ? b.size() : end + 2;
+    wire += fmt::format("{:x}\r\n", end - pos) + b.substr(pos, end - pos) + "\r\n";
+    pos = end;
+  }
+  wire += "0\r\n\r\n";
+  cost.bytes_per_response = wire.size();
+  ix::http::ResponseParser parser;
+  ix::http::SseDecoder sse;
+  ix::openai::StreamChunkDecoder chunks;
+  std::vector<int64_t> event_ns;
+  std::vector<int32_t> tokens;
+  std::string text;
+  int64_t events = 0;
+  const int64_t cpu0 = thread_cpu_ns();
+  int rounds = 0;
+  while (thread_cpu_ns() - cpu0 < 1'000'000'000) {
+    parser.reset();
+    sse.reset();
+    event_ns.clear();
+    tokens.clear();
+    text.clear();
+    int64_t last_usage = 0;
+    for (size_t off = 0; off < wire.size(); off += 8192) {
+      const int64_t t = ix::SteadyClock().now_ns();
+      auto r = parser.feed(std::string_view(wire).substr(off, 8192), [&](std::string_view piece) {
+        (void)sse.feed(piece, [&](const ix::http::SseEvent& ev) {
+          auto c = chunks.decode(ev.data);
+          if (c && c->kind == ix::openai::StreamChunk::Kind::kData && c->has_choices && !c->text.empty()) {
+            const int64_t delta = c->completion_tokens >= 0 ? c->completion_tokens - last_usage : 1;
+            if (c->completion_tokens >= 0) last_usage = c->completion_tokens;
+            event_ns.push_back(t);
+            tokens.push_back(static_cast<int32_t>(std::max<int64_t>(delta, 1)));
+            text.append(c->text);
+          }
+          return true;
+        });
+      });
+      (void)r;
+    }
+    events += static_cast<int64_t>(event_ns.size());
+    ++rounds;
+  }
+  const int64_t cpu = thread_cpu_ns() - cpu0;
+  cost.events_per_response = rounds ? events / rounds : 0;
+  cost.ns_per_event = events ? static_cast<double>(cpu) / static_cast<double>(events) : 0;
+  return cost;
+}
+
+struct RawResult {
+  double events_per_s = 0;
+  double bytes_per_s = 0;
+  int64_t streams = 0;
+};
+
+// Phase 1: the ceiling. One request per connection (Connection: close) so the end of a response
+// is the EOF and nothing has to be parsed.
+RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
+  const std::string request = request_bytes(url, completion_body(f.output_len), true);
+  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0};
+  std::atomic<bool> stop{false};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(url.port);
+  inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
+  auto worker = [&](int conns) {
+    const int ep = epoll_create1(0);
+    auto open_one = [&] {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        close(fd);
+        return;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      (void)!write(fd, request.data(), request.size());
+      fcntl(fd, F_SETFL, O_NONBLOCK);
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    };
+    for (int i = 0; i < conns; ++i) open_one();
+    std::vector<char> buf(1 << 16);
+    std::vector<epoll_event> events(256);
+    int64_t bytes = 0, evs = 0;
+    char prev = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[static_cast<size_t>(i)].data.fd;
+        while (true) {
+          const ssize_t r = read(fd, buf.data(), buf.size());
+          if (r > 0) {
+            bytes += r;
+            const char* p = buf.data();
+            const char* end = p + r;
+            if (prev == '\n' && *p == '\n') ++evs;
+            while ((p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)))) && p + 1 < end) {
+              if (p[1] == '\n') ++evs;
+              ++p;
+            }
+            prev = end[-1];
+            continue;
+          }
+          if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+            close(fd);
+            streams.fetch_add(1);
+            open_one();
+          }
+          break;
+        }
+      }
+    }
+    total_bytes += bytes;
+    total_events += evs;
+    close(ep);
+  };
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < f.threads; ++t)
+    threads.emplace_back(worker, f.concurrency / f.threads + (t < f.concurrency % f.threads));
+  std::this_thread::sleep_for(std::chrono::duration<double>(f.duration_s));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {static_cast<double>(total_events) / secs, static_cast<double>(total_bytes) / secs, streams.load()};
+}
+
+struct ClientResult {
+  double events_per_s = 0;
+  double tokens_per_s = 0;
+  int64_t peak_streams = 0;
+  ix::metrics::ClientHealth health;
+  int64_t failed = 0;
+  ix::metrics::Summary ttft_ms, itl_ms;
+};
+
+// Phases 2 and 3: the real client.
+ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, int64_t prompts,
+                        double duration_s) {
+  static const std::string prompt = " hello world this is a short prompt";
+  ix::bench::ServeRunnerOptions o;
+  o.base = url;
+  o.model = "deepseek-r1";
+  o.threads = f.threads;
+  o.max_concurrency = concurrency;
+  o.warmups.assign(static_cast<size_t>(concurrency), {8, 4});
+  o.measured.assign(static_cast<size_t>(prompts), {8, output_len});
+  o.prompt = [](size_t, int64_t* waited) -> ix::Result<const std::string*> {
+    *waited = 0;
+    return &prompt;
+  };
+  o.scrape_server_metrics = false;
+  o.request_timeout_ns = 600'000'000'000;
+  std::atomic<bool> interrupt{false};
+  o.interrupt = &interrupt;
+  std::thread timer([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration_s + 30);
+    while (!interrupt && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  // The measured window is bounded by time: stop after duration_s of measured load.
+  std::atomic<bool> measuring{false};
+  o.on_progress = [&](const ix::bench::ServeProgress& p) {
+    if (!p.warmup && p.elapsed_s >= duration_s) interrupt = true;
+  };
+  o.progress_interval_ms = 50;
+  auto out = ix::bench::run_serve(o);
+  interrupt = true;
+  timer.join();
+  ClientResult r;
+  if (!out) {
+    fmt::print(stderr, "client run failed: {}\n", out.error().to_string());
+    return r;
+  }
+  int64_t events = 0, tokens = 0, last_ns = out->start_ns;
+  std::vector<double> ttft, itl;
+  for (const auto& rec : out->records) {
+    events += static_cast<int64_t>(rec.content_event_ns.size());
+    for (int32_t k : rec.tokens_per_event) tokens += k;
+    if (!rec.content_event_ns.empty()) last_ns = std::max(last_ns, rec.content_event_ns.back());
+    if (!rec.success && rec.error_kind != ix::metrics::ErrorKind::kCancelled) ++r.failed;
+    if (rec.first_token_ns) ttft.push_back(static_cast<double>(rec.first_token_ns - rec.send_ns) / 1e9);
+    for (size_t i = 1; i < rec.content_event_ns.size(); ++i) {
+      itl.push_back(static_cast<double>(rec.content_event_ns[i] - rec.content_event_ns[i - 1]) / 1e9);
+    }
+  }
+  const double secs = static_cast<double>(last_ns - out->start_ns) / 1e9;
+  r.events_per_s = secs > 0 ? static_cast<double>(events) / secs : 0;
+  r.tokens_per_s = secs > 0 ? static_cast<double>(tokens) / secs : 0;
+  r.peak_streams = concurrency;
+  r.health = out->client;
+  const std::vector<double> ps = {50, 99};
+  r.ttft_ms = ix::metrics::summarize(ttft, ps, 1000.0);
+  r.itl_ms = ix::metrics::summarize(itl, ps, 1000.0);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "{} needs a value\n", a);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads")
+      f.threads = std::stoi(next());
+    else if (a == "--concurrency")
+      f.concurrency = std::stoi(next());
+    else if (a == "--output-len")
+      f.output_len = std::stoi(next());
+    else if (a == "--duration-s")
+      f.duration_s = std::stod(next());
+    else if (a == "--server-threads")
+      f.server_threads = std::stoi(next());
+    else if (a == "--client-cpus")
+      f.client_cpus = next();
+    else if (a == "--server-cpus")
+      f.server_cpus = next();
+    else if (a == "--accuracy-concurrency")
+      f.accuracy = next();
+    else if (a == "--server-url")
+      f.server_url = next();
+    else if (a == "--ixbench")
+      f.ixbench = next();
+    else if (a == "--skip-raw")
+      f.skip_raw = true;
+    else {
+      fmt::print(stderr, "unknown flag {} (see the header of bench/client_capacity.cc)\n", a);
+      return 2;
+    }
+  }
+  if (f.ixbench.empty()) {
+    f.ixbench = (std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "src/cli/ixbench").string();
+  }
+  raise_fd_limit();
+  signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<Server> server;
+  std::string url_text = f.server_url;
+  if (url_text.empty()) {
+    server = Server::spawn(f, {"--no-delay"});
+    if (!server) return 1;
+    url_text = server->url();
+  }
+  pin_to(f.client_cpus);
+  const auto url = *ix::http::Url::parse(url_text);
+  fmt::print("client_capacity: {} client threads{}, {} streams x {} tokens, {} s per phase, server {}\n", f.threads,
+             f.client_cpus.empty() ? "" : " on cpus " + f.client_cpus, f.concurrency, f.output_len, f.duration_s,
+             url_text);
+
+  const ParseCost pc = parse_cost(url, f.output_len);
+  fmt::print(
+      "client per-event CPU (parse+decode+stamp, 8 KiB reads, {} events/response, {} B/response): {:.0f} ns "
+      "-> {:.2f} M events/s per core\n",
+      pc.events_per_response, pc.bytes_per_response, pc.ns_per_event,
+      pc.ns_per_event > 0 ? 1e3 / pc.ns_per_event : 0.0);
+  RawResult raw;
+  if (!f.skip_raw) {
+    raw = raw_reader(url, f);
+    fmt::print("ceiling (raw reader, no parsing): {:.0f} events/s, {:.1f} MB/s, {} streams completed\n",
+               raw.events_per_s, raw.bytes_per_s / 1e6, raw.streams);
+  }
+  const int64_t prompts = static_cast<int64_t>(f.concurrency) * 1000;
+  ClientResult client = run_client(url, f, f.concurrency, f.output_len, prompts, f.duration_s);
+  fmt::print(
+      "ixbench client: {:.0f} content events/s ({:.0f} tokens/s), {} concurrent streams, {} failures, event-loop lag "
+      "p50 {:.1f} us p99 {:.1f} us max {:.1f} us, busiest thread {:.0f}% CPU\n",
+      client.events_per_s, client.tokens_per_s, client.peak_streams, client.failed,
+      client.health.event_loop_lag_p50_ms * 1e3, client.health.event_loop_lag_p99_ms * 1e3,
+      client.health.event_loop_lag_max_ms * 1e3, client.health.cpu_utilization * 100);
+  if (raw.events_per_s > 0) {
+    fmt::print("ratio ixbench / raw ceiling: {:.2f}\n", client.events_per_s / raw.events_per_s);
+  }
+  server.reset();
+
+  // Phase 3: accuracy against an exact schedule.
+  fmt::print("\naccuracy vs sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10 (truth: TTFT 50 ms, ITL 10 ms)\n");
+  fmt::print("{:>12} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "concurrency", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
+             "ITL p99 ms", "loop lag p99 us");
+  size_t pos = 0;
+  while (pos < f.accuracy.size()) {
+    size_t end = f.accuracy.find(',', pos);
+    if (end == std::string::npos) end = f.accuracy.size();
+    const int c = std::stoi(f.accuracy.substr(pos, end - pos));
+    pos = end + 1;
+    std::unique_ptr<Server> fixed;
+    std::string fixed_url = f.server_url;
+    if (fixed_url.empty()) {
+      fixed = Server::spawn(f, {"--fixed-ttft-ms", "50", "--fixed-itl-ms", "10"});
+      if (!fixed) return 1;
+      fixed_url = fixed->url();
+    }
+    ClientResult acc = run_client(*ix::http::Url::parse(fixed_url), f, c, 100, 2 * c, 1e9);
+    fmt::print("{:>12} {:>14.3f} {:>14.3f} {:>14.3f} {:>14.3f} {:>14.1f}\n", c, acc.ttft_ms.percentiles[0].second,
+               acc.ttft_ms.percentiles[1].second, acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
+               acc.health.event_loop_lag_p99_ms * 1e3);
+  }
+  return 0;
+}
