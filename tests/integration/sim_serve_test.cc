@@ -1,0 +1,157 @@
+// The real `ixbench sim serve` binary: startup line, every mode (no-delay, fixed schedule, cost
+// model), fault flags, flag errors, and a clean exit on SIGTERM.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/server_process.h"
+#include "support/subprocess.h"
+
+namespace ix::testing {
+namespace {
+
+RawResponse request(const ServerProcess& server, const std::string& bytes, double timeout_s = 20.0) {
+  auto client = RawHttpClient::connect(server.port());
+  EXPECT_TRUE(client);
+  if (!client) return {};
+  EXPECT_TRUE(client->send(bytes));
+  auto response = client->read_response(timeout_s);
+  EXPECT_TRUE(response) << response.error().message();
+  return response ? *response : RawResponse();
+}
+
+std::unique_ptr<ServerProcess> start(const std::vector<std::string>& args) {
+  auto server = ServerProcess::start(args);
+  EXPECT_TRUE(server) << server.error().message();
+  return server ? std::move(*server) : nullptr;
+}
+
+TEST(SimServe, NoDelayServesStreamingCompletions) {
+  auto server = start({"--no-delay", "--tokenizer", "none", "--served-model-name", "m"});
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->base_url(), "http://127.0.0.1:" + std::to_string(server->port()));
+  EXPECT_GT(server->pid(), 0);
+  auto response =
+      request(*server, make_post("/v1/completions", R"({"model":"m","prompt":"hello","max_tokens":50,)"
+                                                    R"("stream":true,"stream_options":{"include_usage":true}})"));
+  EXPECT_EQ(response.status, 200);
+  ASSERT_TRUE(response.complete);
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 52u);
+  EXPECT_NE(lines[50].find("\"completion_tokens\":50"), std::string::npos) << lines[50];
+  EXPECT_EQ(lines[51], "[DONE]");
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+  EXPECT_NE(request(*server, make_get("/v1/models")).body.find("\"id\":\"m\""), std::string::npos);
+}
+
+TEST(SimServe, FixedScheduleStreamsOnTime) {
+  auto server = start({"--fixed-ttft-ms", "150", "--fixed-itl-ms", "30", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  auto client = RawHttpClient::connect(server->port());
+  ASSERT_TRUE(client);
+  auto sent = std::chrono::steady_clock::now().time_since_epoch();
+  ASSERT_TRUE(client->send(make_post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],)"
+                                                             R"("max_tokens":5,"stream":true})")));
+  auto response = client->read_response(10.0);
+  ASSERT_TRUE(response && response->complete);
+  // Role chunk at once, then 5 token chunks from 150 ms on, 30 ms apart.
+  ASSERT_EQ(response->chunks.size(), 6u);
+  double ttft_ms = static_cast<double>(response->chunk_times_ns[1] -
+                                       std::chrono::duration_cast<std::chrono::nanoseconds>(sent).count()) /
+                   1e6;
+  EXPECT_GE(ttft_ms, 145.0);
+  EXPECT_LT(ttft_ms, 400.0);
+  // Absolute schedule: the fifth token is due 150 + 4 * 30 ms after receipt, however late the
+  // first one was delivered.
+  double last_ms = static_cast<double>(response->chunk_times_ns[5] -
+                                       std::chrono::duration_cast<std::chrono::nanoseconds>(sent).count()) /
+                   1e6;
+  EXPECT_GE(last_ms, 265.0);
+  EXPECT_LT(last_ms, 600.0);
+}
+
+TEST(SimServe, CostModelIsTheDefaultEngine) {
+  auto server = start({"--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  auto response =
+      request(*server, make_post("/v1/completions", R"({"prompt":"hello","max_tokens":8,"ignore_eos":true,)"
+                                                    R"("stream":true,"stream_options":{"include_usage":true}})"));
+  EXPECT_EQ(response.status, 200);
+  ASSERT_TRUE(response.complete);
+  auto lines = sse_data_lines(response.body);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_NE(lines[lines.size() - 2].find("\"completion_tokens\":8"), std::string::npos) << lines[lines.size() - 2];
+  auto metrics = request(*server, make_get("/metrics")).body;
+  EXPECT_NE(metrics.find("vllm:generation_tokens_total{model_name=\"deepseek-r1\"}"), std::string::npos);
+}
+
+TEST(SimServe, FaultFlagsReachTheServer) {
+  auto server = start({"--no-delay", "--tokenizer", "none", "--fault-seed", "3", "--fault-error-rate", "1",
+                       "--fault-error-codes", "429", "--fault-health-delay-ms", "60000"});
+  ASSERT_TRUE(server);
+  EXPECT_EQ(request(*server, make_get("/health")).status, 503);
+  auto response = request(*server, make_post("/v1/completions", R"({"prompt":"x","max_tokens":3})"));
+  EXPECT_EQ(response.status, 429);
+  EXPECT_NE(response.body.find("\"code\":429"), std::string::npos);
+}
+
+TEST(SimServe, BadRequestsNeverCrashTheServer) {
+  auto server = start({"--no-delay", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  const std::vector<std::string> garbage = {
+      make_post("/v1/completions", "{"),
+      make_post("/v1/completions", R"({"prompt":{"a":1}})"),
+      make_post("/v1/chat/completions", R"({"messages":[1,2,3]})"),
+      "BREW /pot HTTP/1.1\r\n\r\n",
+      std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n",
+  };
+  for (const auto& bytes : garbage) {
+    auto client = RawHttpClient::connect(server->port());
+    ASSERT_TRUE(client);
+    client->send(bytes);
+    auto response = client->read_response(5.0);
+    if (response) {
+      EXPECT_GE(response->status, 400);
+      EXPECT_LT(response->status, 500);
+    }
+  }
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+}
+
+TEST(SimServe, ExitsCleanlyOnSigterm) {
+  auto server = start({"--no-delay", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->stop(), 0) << server->stderr_text();
+}
+
+TEST(SimServe, FlagErrorsAreReported) {
+  auto conflicting = run_ixbench({"sim", "serve", "--no-delay", "--fixed-ttft-ms", "1", "--fixed-itl-ms", "1"});
+  EXPECT_EQ(conflicting.exit_code, 1);
+  EXPECT_NE(conflicting.err.find("exclude each other"), std::string::npos) << conflicting.err;
+  auto half = run_ixbench({"sim", "serve", "--fixed-ttft-ms", "1"});
+  EXPECT_EQ(half.exit_code, 1);
+  EXPECT_NE(half.err.find("go together"), std::string::npos) << half.err;
+  auto rate = run_ixbench({"sim", "serve", "--no-delay", "--fault-drop-rate", "2"});
+  EXPECT_EQ(rate.exit_code, 1);
+  EXPECT_NE(rate.err.find("--fault-drop-rate"), std::string::npos) << rate.err;
+  auto codes = run_ixbench({"sim", "serve", "--no-delay", "--fault-error-codes", "abc"});
+  EXPECT_EQ(codes.exit_code, 1);
+  auto unknown = run_ixbench({"sim", "serve", "--no-such-flag"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  auto model = run_ixbench({"sim", "serve", "--model", "no-such-model", "--port", "0"});
+  EXPECT_EQ(model.exit_code, 1);
+  EXPECT_FALSE(model.err.empty());
+}
+
+TEST(SimServe, PortInUseIsAnError) {
+  auto server = start({"--no-delay", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  auto second =
+      run_ixbench({"sim", "serve", "--no-delay", "--tokenizer", "none", "--port", std::to_string(server->port())});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("cannot listen"), std::string::npos) << second.err;
+}
+
+}  // namespace
+}  // namespace ix::testing
