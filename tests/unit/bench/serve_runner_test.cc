@@ -1,0 +1,252 @@
+// bench::run_serve against a scripted loopback server: concurrency limits, request headers and
+// bodies, multi-token chunks, role-only chat chunks, retries, open-loop pacing.
+#include "bench/serve_runner.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ix::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool read_request(int fd, std::string& carry, std::string& request) {
+  while (true) {
+    const size_t end = carry.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t length = 0;
+      const size_t cl = carry.find("Content-Length: ");
+      if (cl != std::string::npos && cl < end) length = std::stoul(carry.substr(cl + 16));
+      if (carry.size() >= end + 4 + length) {
+        request = carry.substr(0, end + 4 + length);
+        carry.erase(0, end + 4 + length);
+        return true;
+      }
+    }
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) return false;
+    carry.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void write_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+std::string chunk(std::string_view s) {
+  char head[32];
+  snprintf(head, sizeof(head), "%zx\r\n", s.size());
+  return std::string(head) + std::string(s) + "\r\n";
+}
+
+// Serves each request on a keep-alive connection with respond(fd, request).
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::function<void(int, const std::string&)> respond) : respond_(std::move(respond)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ::listen(listen_fd_, 64);
+    acceptor_ = std::thread([this] {
+      while (true) {
+        const int fd = ::accept(listen_fd_, nullptr, nullptr);
+        if (fd < 0) return;
+        std::lock_guard lock(mutex_);
+        workers_.emplace_back([this, fd] {
+          std::string carry, request;
+          while (read_request(fd, carry, request)) respond_(fd, request);
+          ::close(fd);
+        });
+      }
+    });
+  }
+  ~ScriptedServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    acceptor_.join();
+    std::lock_guard lock(mutex_);
+    for (auto& t : workers_) t.join();
+  }
+  http::Url url() const { return *http::Url::parse("http://127.0.0.1:" + std::to_string(port_)); }
+
+ private:
+  std::function<void(int, const std::string&)> respond_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread acceptor_;
+  std::mutex mutex_;
+  std::vector<std::thread> workers_;
+};
+
+constexpr std::string_view kSseHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+ServeRunnerOptions base_options(const http::Url& url, size_t measured, int64_t output_len) {
+  static const std::string prompt = " hello";
+  ServeRunnerOptions o;
+  o.base = url;
+  o.model = "m";
+  o.measured.assign(measured, {4, output_len});
+  o.prompt = [](size_t, int64_t* waited) -> Result<const std::string*> {
+    *waited = 0;
+    return &prompt;
+  };
+  o.scrape_server_metrics = false;
+  o.request_timeout_ns = 10'000'000'000;
+  o.loop_lag_threshold_ms = 1e9;
+  return o;
+}
+
+TEST(ServeRunner, ClosedLoopKeepsExactlyMaxConcurrencyInFlight) {
+  std::atomic<int> active{0}, peak{0};
+  std::mutex mutex;
+  std::vector<std::string> requests;
+  ScriptedServer server([&](int fd, const std::string& request) {
+    {
+      std::lock_guard lock(mutex);
+      requests.push_back(request);
+    }
+    const int now = ++active;
+    int p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    std::this_thread::sleep_for(20ms);
+    --active;
+    write_all(fd, std::string(kSseHead) +
+                      chunk("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1}}\n\n") +
+                      chunk("data: "
+                            "{\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}],\"usage\":{\"completion_"
+                            "tokens\":2}}\n\n") +
+                      chunk("data: [DONE]\n\n") + "0\r\n\r\n");
+  });
+  ServeRunnerOptions o = base_options(server.url(), 12, 2);
+  o.max_concurrency = 3;
+  o.threads = 2;
+  o.api_key = "sk-test";
+  auto out = run_serve(o);
+  ASSERT_TRUE(out.has_value()) << out.error().to_string();
+  EXPECT_EQ(peak.load(), 3);
+  ASSERT_EQ(out->records.size(), 12u);
+  for (size_t i = 0; i < out->records.size(); ++i) {
+    const auto& r = out->records[i];
+    EXPECT_EQ(r.index, static_cast<int64_t>(i));
+    EXPECT_TRUE(r.success) << r.error_message;
+    EXPECT_EQ(r.output_len, 2);
+    EXPECT_EQ(r.content_event_ns.size(), 2u);
+    EXPECT_GE(r.first_token_ns - r.send_ns, 19'000'000);
+    EXPECT_GE(r.send_ns, r.scheduled_ns);
+  }
+  EXPECT_EQ(out->generated_texts[0], "ab");
+  ASSERT_EQ(requests.size(), 12u);
+  EXPECT_NE(requests[0].find("POST /v1/completions HTTP/1.1"), std::string::npos);
+  EXPECT_NE(requests[0].find("Authorization: Bearer sk-test"), std::string::npos);
+  EXPECT_NE(requests[0].find("\"max_tokens\": 2"), std::string::npos);
+  EXPECT_NE(requests[0].find("\"stream\": true"), std::string::npos);
+  EXPECT_NE(requests[0].find("\"ignore_eos\": true"), std::string::npos);
+  EXPECT_TRUE(out->client.worker_threads == 2);
+  EXPECT_EQ(out->extra.at("client_connections").as_object().at("opened").as_int64(), 3);
+}
+
+TEST(ServeRunner, MultiTokenChunksAndRoleOnlyChatChunks) {
+  ScriptedServer server([&](int fd, const std::string&) {
+    write_all(fd, std::string(kSseHead) + chunk("data: "
+                                                "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],"
+                                                "\"usage\":{\"completion_tokens\":0}}\n\n"));
+    std::this_thread::sleep_for(30ms);
+    write_all(fd,
+              chunk("data: {\"choices\":[{\"delta\":{\"content\":\"xy\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"));
+    std::this_thread::sleep_for(10ms);
+    write_all(fd, chunk("data: "
+                        "{\"choices\":[{\"delta\":{\"content\":\"z\"},\"finish_reason\":\"length\"}],\"usage\":{"
+                        "\"completion_tokens\":5}}\n\n") +
+                      chunk("data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\ndata: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  });
+  ServeRunnerOptions o = base_options(server.url(), 1, 5);
+  o.backend = openai::Backend::kOpenaiChat;
+  o.endpoint = "/v1/chat/completions";
+  auto out = run_serve(o);
+  ASSERT_TRUE(out.has_value());
+  const auto& r = out->records.at(0);
+  ASSERT_TRUE(r.success) << r.error_message;
+  ASSERT_EQ(r.content_event_ns.size(), 2u);  // the role-only chunk is not a token
+  EXPECT_EQ(r.tokens_per_event, (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(r.output_len, 5);
+  EXPECT_GE(r.first_token_ns - r.send_ns, 29'000'000);
+}
+
+TEST(ServeRunner, RetriesAreOffByDefaultAndResendWhenEnabled) {
+  std::atomic<int> calls{0};
+  auto respond = [&](int fd, const std::string&) {
+    if (calls++ % 2 == 0) {
+      write_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy");
+      return;
+    }
+    write_all(fd, std::string(kSseHead) +
+                      chunk("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  };
+  {
+    ScriptedServer server(respond);
+    auto out = run_serve(base_options(server.url(), 2, 1));
+    ASSERT_TRUE(out.has_value());
+    int failed = 0;
+    for (const auto& r : out->records) failed += !r.success;
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(out->extra.at("retries").as_int64(), 0);
+  }
+  calls = 0;
+  {
+    ScriptedServer server(respond);
+    ServeRunnerOptions o = base_options(server.url(), 2, 1);
+    o.max_retries = 1;
+    o.max_concurrency = 1;
+    auto out = run_serve(o);
+    ASSERT_TRUE(out.has_value());
+    for (const auto& r : out->records) EXPECT_TRUE(r.success) << r.error_message;
+    EXPECT_EQ(out->extra.at("retries").as_int64(), 2);  // every first attempt got a 503
+    EXPECT_EQ(out->records[0].output_len, -1);          // no usage: counted client-side later
+  }
+}
+
+TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
+  ScriptedServer server([&](int fd, const std::string&) {
+    std::this_thread::sleep_for(50ms);
+    write_all(fd, std::string(kSseHead) +
+                      chunk("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  });
+  ServeRunnerOptions o = base_options(server.url(), 4, 1);
+  o.request_rate = 1000.0;  // all four due within a few ms
+  o.max_concurrency = 1;    // but only one at a time
+  auto out = run_serve(o);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_EQ(out->records.size(), 4u);
+  // The 4th waits for three 50 ms requests: queue time ≈ 150 ms, visible from the schedule.
+  const auto& last = out->records[3];
+  EXPECT_GE(last.send_ns - last.scheduled_ns, 120'000'000);
+  EXPECT_LT(out->records[0].send_ns - out->records[0].scheduled_ns, 5'000'000);
+}
+
+}  // namespace
+}  // namespace ix::bench
