@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -102,6 +103,18 @@ std::string python_float_str(double value) {
 
 Result<int> run_bench_serve(const BenchServeOptions& o) {
   const int64_t launch_ns = SteadyClock().now_ns();
+  // One socket per concurrent stream: use the whole hard limit of open files.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (o.max_concurrency && getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      static_cast<rlim_t>(*o.max_concurrency) + 64 > files.rlim_cur) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--max-concurrency {} needs more open files than the limit {} (raise it: ulimit -n)",
+                            *o.max_concurrency, files.rlim_cur));
+  }
   if (o.dataset_name != "random") {
     return fail(ErrorCode::kUnsupported,
                 fmt::format("--dataset-name {}: only 'random' is implemented by bench serve", o.dataset_name));

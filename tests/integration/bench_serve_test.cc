@@ -1,7 +1,11 @@
 // `ixbench bench serve` against the real `ixbench sim serve` over loopback: timing accuracy
 // against the simulator's exact schedule, every failure kind through its fault injection, open-loop
 // pacing, result schema, and clean stops.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <filesystem>
@@ -223,6 +227,62 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   EXPECT_NE(ix::json::to_string(run.result.at("invalid_reasons")).find("exited"), std::string::npos);
   EXPECT_GT(num(run.result, "completed"), 4);
   EXPECT_LT(num(run.result, "completed") + num(run.result, "failed"), 400);
+}
+
+TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
+  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
+  ASSERT_TRUE(server);
+  const auto dir = scratch_dir("sigint");
+  std::vector<std::string> args = {IXBENCH_BINARY,
+                                   "bench",
+                                   "serve",
+                                   "--base-url",
+                                   server->base_url(),
+                                   "--model",
+                                   "deepseek-r1",
+                                   "--tokenizer",
+                                   "deepseek_v3",
+                                   "--random-input-len",
+                                   "16",
+                                   "--random-output-len",
+                                   "30",
+                                   "--max-concurrency",
+                                   "4",
+                                   "--num-prompts",
+                                   "400",
+                                   "--num-warmups",
+                                   "0",
+                                   "--save-result",
+                                   "--result-dir",
+                                   dir.string(),
+                                   "--result-filename",
+                                   "result.json",
+                                   "--no-progress",
+                                   "--client-lag-threshold-ms",
+                                   "1000"};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  auto parsed = ix::json::read_file(dir / "result.json");
+  ASSERT_TRUE(parsed.has_value()) << "no result written after Ctrl-C";
+  const auto& result = parsed->as_object();
+  EXPECT_NE(ix::json::to_string(result.at("invalid_reasons")).find("interrupted"), std::string::npos);
+  EXPECT_GT(num(result, "completed"), 4);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchServe, UsageErrors) {
