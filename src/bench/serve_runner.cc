@@ -559,13 +559,14 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   metrics::PrometheusSample before;
   bool have_before = false;
   if (!stopped && options.scrape_server_metrics) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000); r && r->status == 200) {
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000, options.verify_tls);
+        r && r->status == 200) {
       before = metrics::parse_prometheus_text(r->body);
       have_before = true;
     }
   }
   if (!stopped && options.profile) {
-    auto r = http::fetch(options.base, "POST", "/start_profile", {}, {}, 60'000'000'000);
+    auto r = http::fetch(options.base, "POST", "/start_profile", {}, {}, 60'000'000'000, options.verify_tls);
     out.extra["profile_start"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
 
@@ -607,11 +608,12 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   const double end_unix = unix_now_s();
 
   if (options.profile && !stopped) {
-    auto r = http::fetch(options.base, "POST", "/stop_profile", {}, {}, 600'000'000'000);
+    auto r = http::fetch(options.base, "POST", "/stop_profile", {}, {}, 600'000'000'000, options.verify_tls);
     out.extra["profile_stop"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
   if (have_before && process_alive(options.server_pid)) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000); r && r->status == 200) {
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000, options.verify_tls);
+        r && r->status == 200) {
       out.extra["server_metrics"] = metrics::server_window_summary(before, metrics::parse_prometheus_text(r->body),
                                                                    options.configured_acceptance_length);
     }

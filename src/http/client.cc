@@ -487,9 +487,10 @@ class CollectSink final : public ResponseSink {
 }  // namespace
 
 Result<SimpleResponse> fetch(const Url& base, std::string_view method, std::string_view target, std::string_view body,
-                             std::span<const Header> headers, int64_t timeout_ns) {
+                             std::span<const Header> headers, int64_t timeout_ns, bool verify_tls) {
   LoopOptions options;
   options.target = base;
+  options.verify_tls = verify_tls;
   options.connect_timeout_ns = timeout_ns;
   ClientLoop loop(options);
   if (auto ok = loop.prepare(); !ok) return std::unexpected(ok.error());

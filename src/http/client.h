@@ -142,6 +142,6 @@ struct SimpleResponse {
 // A failed exchange is an Error (kUnavailable / kTimeout / kParse), unlike the load path.
 Result<SimpleResponse> fetch(const Url& base, std::string_view method, std::string_view target,
                              std::string_view body = {}, std::span<const Header> headers = {},
-                             int64_t timeout_ns = 10'000'000'000);
+                             int64_t timeout_ns = 10'000'000'000, bool verify_tls = true);
 
 }  // namespace ix::http
