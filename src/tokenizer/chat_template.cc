@@ -129,7 +129,7 @@ Result<std::string> render_chatml(std::span<const ChatMessage> messages, const C
       std::string_view reasoning;
       if (const size_t close = content.rfind("</think>"); close != std::string_view::npos) {
         const std::string_view before = content.substr(0, content.find("</think>"));
-        content = strip_char(m.content.substr(close + 8), '\n', true, false);
+        content = strip_char(std::string_view(m.content).substr(close + 8), '\n', true, false);
         reasoning = strip_char(before, '\n', false, true);
         if (const size_t open = reasoning.rfind("<think>"); open != std::string_view::npos) {
           reasoning = reasoning.substr(open + 7);
