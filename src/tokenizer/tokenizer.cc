@@ -755,7 +755,7 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
 }
 
 size_t Tokenizer::Impl::stable_prefix(std::string_view text, std::vector<int32_t>& out) const {
-  // Candidate cut: just before an ASCII space or newline that follows an ASCII letter, at least
+  // Candidate cut: just before an ASCII space or newline that follows a letter, at least
   // 64 bytes (and the longest added token) before the end. Every supported pre-tokenizer regex
   // ends a letter run there and starts a new piece, normalization never composes across ASCII,
   // and no added token can straddle it. The cut is also verified on the text at hand.
@@ -765,10 +765,21 @@ size_t Tokenizer::Impl::stable_prefix(std::string_view text, std::vector<int32_t
   size_t cut = 0;
   for (size_t p = text.size() - reserve; p > 0; --p) {
     const char c = text[p];
-    const char b = text[p - 1];
-    if ((c == ' ' || c == '\n') && ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'))) {
+    if (c != ' ' && c != '\n') continue;
+    // The character before must be a letter (ASCII fast path, else any \p{L}: CJK text too).
+    const auto b = static_cast<unsigned char>(text[p - 1]);
+    if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
       cut = p;
       break;
+    }
+    if (b >= 0x80) {
+      size_t start = p - 1;
+      while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+      size_t q = start;
+      if (u_isalpha(static_cast<UChar32>(utf8::next_code_point(text, q))) && q == p) {
+        cut = p;
+        break;
+      }
     }
   }
   if (cut == 0) return 0;

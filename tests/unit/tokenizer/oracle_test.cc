@@ -107,6 +107,13 @@ TEST_P(OracleTest, EncodeAndDecodeMatchHfTokenizers) {
   for (int i = 0; i < random_cases; ++i) {
     encode.push_back({random_text(rng, i % 6 == 5 ? 400 : 40), i % 5 == 0});
   }
+  // vLLM-style random prompts: random vocabulary ids decoded to text (with U+FFFD where a
+  // character was cut), then re-encoded.
+  for (int i = 0; i < 200; ++i) {
+    std::vector<int32_t> ids;
+    for (int k = 0; k < 30; ++k) ids.push_back(static_cast<int32_t>(rng.uniform_int(0, tokenizer_->vocab_size() - 1)));
+    encode.push_back({tokenizer_->decode(ids, i % 2 == 0), false});
+  }
   // Long runs: whitespace, digits, letters, mixed.
   encode.push_back({std::string(20000, ' ') + "x" + std::string(5000, '\n') + std::string(3000, '\t'), false});
   encode.push_back({std::string(10000, '7'), false});

@@ -97,6 +97,7 @@ TEST_P(PromptSynthTest, StreamingCounterMatchesWholeTextCount) {
   for (const auto& t : testing::corpus_texts()) text += t;
   text += synth_->random_prompt(3000, 5).text;
   text += "\n\nThe end. 東京タワー 👍🏽 naïve cafe\u0301 " + std::string(300, ' ') + "done";
+  for (int i = 0; i < 200; ++i) text += "人工智能是计算机科学的一个分支\n東京タワー ";
   text = text + text;
   const size_t expected = tokenizer_->count_tokens(text);
   Rng rng = Rng::stream(11, GetParam());
