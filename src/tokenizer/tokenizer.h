@@ -2,10 +2,10 @@
 //
 // Supported pipeline (anything else in a tokenizer.json is rejected at load with an error naming
 // the component, never tokenized differently):
-//   added tokens   special and non-special, lstrip/rstrip/single_word/normalized flags, split
-//                  out leftmost-longest before normalization exactly as HF's AddedVocabulary does
-//   normalizer     null, Sequence, NFC, NFD, NFKC, NFKD (ICU), Lowercase, Prepend, Replace
-//                  (string pattern)
+//   added tokens   special and non-special, lstrip/rstrip/normalized flags (not single_word),
+//                  split out leftmost-longest before normalization exactly as HF's
+//                  AddedVocabulary does; ids assigned as HF assigns them (vocab id, else next)
+//   normalizer     null, Sequence, NFC, NFD, NFKC, NFKD (ICU)
 //   pre-tokenizer  Sequence, Split (Regex or String pattern, every behaviour, invert), ByteLevel
 //                  (add_prefix_space, use_regex), Digits
 //   model          BPE (merges as "a b" strings or [a, b] pairs; ignore_merges; unk_token)
