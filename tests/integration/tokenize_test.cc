@@ -109,6 +109,40 @@ INSTANTIATE_TEST_SUITE_P(RealTokenizers, TokenizeCommand,
                          ::testing::Values("deepseek_v3", "qwen3", "llama3_1", "gptoss"),
                          [](const auto& info) { return info.param; });
 
+// --chat-template renders like the Jinja template (golden from tests/unit/tokenizer/
+// chat_goldens.json) and tokenizes like the oracle.
+TEST(TokenizeChatTemplate, RendersGoldenAndTokenizesLikeOracle) {
+  std::error_code ec;
+  if (node_path().empty() || !std::filesystem::is_regular_file(package_json("qwen3"), ec)) {
+    GTEST_SKIP() << "node or node_modules missing; run scripts/bootstrap.sh";
+  }
+  std::ifstream in(source_path("tests/unit/tokenizer/chat_goldens.json"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const auto root = boost::json::parse(buffer.str());
+  std::string golden;
+  for (const auto& g : root.as_object().at("goldens").as_array()) {
+    const auto& o = g.as_object();
+    if (o.at("family").as_string() == "chatml" && o.at("conversation").as_string() == "user" &&
+        o.at("add_generation_prompt").as_bool() && o.at("thinking").as_string() == "off") {
+      golden = std::string(o.at("expected").as_string());
+    }
+  }
+  ASSERT_FALSE(golden.empty());
+  std::vector<int64_t> ids;
+  std::vector<std::string> pieces;
+  ASSERT_TRUE(oracle("qwen3", golden, false, ids, pieces));
+  std::string expected;
+  for (size_t i = 0; i < ids.size(); ++i) expected += (i ? " " : "") + std::to_string(ids[i]);
+  auto r =
+      run_ixbench({"tokenize", "--tokenizer", "Qwen/Qwen3-8B", "--chat-template", "auto", "--thinking", "off", "--ids"},
+                  "Hello, who are you?");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected + "\n");
+  r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--chat-template", "jinja"}, "x");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 size_t lines(const std::string& text) {
   size_t n = 0;
   for (char c : text) n += (c == '\n');
