@@ -37,6 +37,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--gpu-memory-utilization,--gpu-mem-util", c.gpu_memory_utilization,
                  "fraction of HBM for weights + KV cache")
       ->capture_default_str();
+  app.add_option("--num-gpu-blocks-override", c.num_gpu_blocks_override, "KV blocks per rank (0 = from memory)")
+      ->capture_default_str();
   app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
   app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();

@@ -136,6 +136,8 @@ Result<void> validate(const EngineConfig& config) {
   if (!(config.gpu_memory_utilization > 0 && config.gpu_memory_utilization <= 1))
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--gpu-memory-utilization must be in (0, 1], got {}", config.gpu_memory_utilization));
+  if (config.num_gpu_blocks_override < 0)
+    return fail(ErrorCode::kInvalidArgument, "--num-gpu-blocks-override must be >= 0");
   if (config.max_model_len < 0) return fail(ErrorCode::kInvalidArgument, "--max-model-len must be >= 0");
   if (!(config.jitter_sigma >= 0 && config.jitter_sigma < 1))
     return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));

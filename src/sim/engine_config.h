@@ -61,7 +61,8 @@ struct EngineConfig {
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
   double gpu_memory_utilization = 0.9;
-  int32_t max_model_len = 0;  // 0 = the model's max_position_embeddings
+  int32_t num_gpu_blocks_override = 0;  // KV blocks per rank (0 = from memory, as vLLM's flag)
+  int32_t max_model_len = 0;            // 0 = the model's max_position_embeddings
   uint64_t seed = 0;
   double jitter_sigma = 0.0;  // lognormal step-time jitter (0 = deterministic step times)
 

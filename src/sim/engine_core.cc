@@ -461,7 +461,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       inst.cost = std::make_unique<CostModel>(engine.model, engine.hardware, engine.efficiency, config.precision,
                                               stage == Stage::kPrefill ? 0 : engine.num_spec_tokens, topology);
       const double capacity_tokens = inst.cost->kv_capacity_tokens(config.gpu_memory_utilization);
-      const int64_t blocks = capacity_tokens > 0 ? int64_t(capacity_tokens / config.block_size) : 0;
+      const int64_t blocks = config.num_gpu_blocks_override > 0 ? config.num_gpu_blocks_override
+                             : capacity_tokens > 0              ? int64_t(capacity_tokens / config.block_size)
+                                                                : 0;
       if (blocks < 1)
         return fail(ErrorCode::kInvalidArgument,
                     fmt::format("{} does not fit on {} x {} (tp={}, precision {}): weights need {:.1f} GB per GPU of "

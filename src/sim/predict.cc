@@ -8,6 +8,7 @@
 
 #include "common/rng.h"
 #include "metrics/serve_result.h"
+#include "metrics/statistics.h"
 
 namespace ix::sim {
 
@@ -161,8 +162,10 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     record.expected_output_len = output_lens[index];
     record.scheduled_ns = send_ns;
     record.send_ns = send_ns;
-    record.content_event_ns.reserve(output_lens[index]);
-    record.tokens_per_event.reserve(output_lens[index]);
+    if (!options.summary_only) {
+      record.content_event_ns.reserve(output_lens[index]);
+      record.tokens_per_event.reserve(output_lens[index]);
+    }
     auto id = core.submit(make_request(index, send_ns));
     if (!id) {
       if (!submit_error) submit_error = id.error();
@@ -184,8 +187,10 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
       record.first_token_ns = event.time_ns;
       record.first_byte_ns = event.time_ns;
     }
-    record.content_event_ns.push_back(event.time_ns);
-    record.tokens_per_event.push_back(event.new_tokens);
+    if (!options.summary_only) {
+      record.content_event_ns.push_back(event.time_ns);
+      record.tokens_per_event.push_back(event.new_tokens);
+    }
     if (event.finish != FinishReason::kNone) {
       record.success = true;
       record.end_ns = event.time_ns;
@@ -213,13 +218,33 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   PredictPoint point;
   point.conc = conc;
   point.num_gpus = total_gpus(engine.config);
-  point.result = metrics::build_serve_result(records, info);
-  add_aggregates(point.result, engine.config, point.num_gpus);
-  point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
-  point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
-  point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
-  point.tput_per_gpu = number_or_zero(point.result, "tput_per_gpu");
-  point.output_tput_per_gpu = number_or_zero(point.result, "output_tput_per_gpu");
+  if (options.summary_only) {
+    std::vector<double> ttfts, tpots, e2els;
+    double tokens = 0, output_tokens = 0;
+    for (const auto& record : records) {
+      if (!record.success) continue;
+      ttfts.push_back((record.first_token_ns - record.send_ns) / 1e9);
+      e2els.push_back((record.end_ns - record.send_ns) / 1e9);
+      if (record.output_len > 1)
+        tpots.push_back((record.end_ns - record.first_token_ns) / 1e9 / double(record.output_len - 1));
+      tokens += record.prompt_len + record.output_len;
+      output_tokens += record.output_len;
+    }
+    const double duration_s = std::max(end_ns, int64_t(1)) / 1e9;
+    point.median_ttft_s = metrics::median(ttfts);
+    point.median_tpot_s = metrics::median(tpots);
+    point.median_e2el_s = metrics::median(e2els);
+    point.tput_per_gpu = tokens / duration_s / point.num_gpus;
+    point.output_tput_per_gpu = output_tokens / duration_s / point.num_gpus;
+  } else {
+    point.result = metrics::build_serve_result(records, info);
+    add_aggregates(point.result, engine.config, point.num_gpus);
+    point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
+    point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
+    point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
+    point.tput_per_gpu = number_or_zero(point.result, "tput_per_gpu");
+    point.output_tput_per_gpu = number_or_zero(point.result, "output_tput_per_gpu");
+  }
   point.duration_s = end_ns / 1e9;
   point.num_preemptions = core.metrics().num_preemptions;
   point.kv_blocks_per_rank = core.kv_blocks_per_rank(true);

@@ -1,0 +1,73 @@
+// `ixbench sim calibrate`: fits the simulator's efficiency factors and overheads on measured
+// points and writes calibration.json (src/sim/fit.h), printing the residual table.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/json_io.h"
+#include "sim/fit.h"
+
+namespace ix::cli {
+namespace {
+
+struct CalibrateFlags {
+  std::string csv;
+  std::string out;
+  bool holdout = false;
+  int32_t iterations = 2;
+  int32_t max_prompts = 200;
+  bool quiet = false;
+};
+
+int run_calibrate(const CalibrateFlags& flags) {
+  auto data = sim::load_measured_csv(flags.csv);
+  if (!data) return report_error(data.error());
+  if (flags.iterations < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--iterations must be >= 1"));
+  if (flags.max_prompts < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--max-prompts must be >= 1"));
+  sim::FitOptions options;
+  options.holdout = flags.holdout;
+  options.iterations = flags.iterations;
+  options.max_prompts = flags.max_prompts;
+  auto report = sim::fit_calibration(*data, options, [&](const std::string& line) {
+    if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
+  });
+  if (!report) return report_error(report.error());
+  if (!flags.out.empty()) {
+    if (auto ok = json::write_file(flags.out, report->table.to_json()); !ok) return report_error(ok.error());
+  }
+  std::cout << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
+  for (const auto& line : report->skipped) std::cout << "  skipped " << line << "\n";
+  if (flags.holdout) {
+    std::cout << "\nHeld-out points (not used for fitting): median absolute relative error\n\n"
+              << sim::residual_table(*report, true);
+    std::cout << "\nFitting points (lowest and highest concurrency of each series)\n\n";
+    sim::FitReport fitted_report;
+    for (const auto& r : report->residuals)
+      if (r.fitted) fitted_report.residuals.push_back(r);
+    std::cout << sim::residual_table(fitted_report, false);
+  } else {
+    std::cout << "\nAll points (in-sample): median absolute relative error\n\n" << sim::residual_table(*report, false);
+  }
+  return kExitOk;
+}
+
+void setup(CLI::App& root, CommandRegistry& registry) {
+  auto* group = find_or_add_group(root, "sim", "engine simulator");
+  auto* cmd = group->add_subcommand("calibrate", "fit the simulator's efficiency factors on measured benchmark points");
+  auto flags = std::make_shared<CalibrateFlags>();
+  cmd->add_option("--csv", flags->csv, "measured points (e.g. ../shared/data/calibration/measured_dsr1.csv)")
+      ->required();
+  cmd->add_option("--out", flags->out, "write the fitted calibration.json here (e.g. data/catalog/calibration.json)");
+  cmd->add_flag("--holdout", flags->holdout,
+                "fit on the lowest and highest concurrency of each series, report errors on the others");
+  cmd->add_option("--iterations", flags->iterations, "simulate-and-refit rounds")->capture_default_str();
+  cmd->add_option("--max-prompts", flags->max_prompts, "cap on simulated requests per point (at least 1.5 x conc)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
+  registry.on_run(cmd, [flags] { return run_calibrate(*flags); });
+}
+
+}  // namespace
+IX_REGISTER_COMMAND(sim_calibrate, setup);
+}  // namespace ix::cli

@@ -1,0 +1,498 @@
+#include "sim/fit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "metrics/statistics.h"
+#include "sim/engine_core.h"
+#include "sim/predict.h"
+
+namespace ix::sim {
+
+namespace {
+
+// RFC 4180 fields: commas inside double quotes, "" for a quote.
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  fields.push_back(std::move(field));
+  return fields;
+}
+
+class CsvRow {
+ public:
+  CsvRow(const std::map<std::string, size_t>& columns, std::vector<std::string> fields)
+      : columns_(columns), fields_(std::move(fields)) {}
+  std::string text(const std::string& name) const {
+    auto it = columns_.find(name);
+    return it == columns_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
+  }
+  std::optional<double> number(const std::string& name) const {
+    const std::string value = text(name);
+    if (value.empty()) return std::nullopt;
+    try {
+      size_t used = 0;
+      double parsed = std::stod(value, &used);
+      if (used != value.size()) return std::nullopt;
+      return parsed;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  int32_t integer(const std::string& name, int32_t fallback = 0) const {
+    auto value = number(name);
+    return value ? int32_t(std::llround(*value)) : fallback;
+  }
+  bool flag(const std::string& name) const { return text(name) == "true" || text(name) == "True"; }
+
+ private:
+  const std::map<std::string, size_t>& columns_;
+  std::vector<std::string> fields_;
+};
+
+std::string topology_key(const EngineConfig& c) {
+  auto side = [](const WorkerTopology& t) {
+    return fmt::format("{}x(tp{}ep{}{})", t.num_workers, t.tp, t.ep, t.dp_attn ? "dpa" : "");
+  };
+  if (c.disagg) return fmt::format("p{}-d{}", side(c.prefill), side(c.decode));
+  return fmt::format("{}x(tp{}ep{}{})", c.num_replicas, c.tp, c.ep, c.dp_attn ? "dpa" : "");
+}
+
+// ---- closed-form re-prediction ---------------------------------------------------------------
+
+struct Theta {
+  double fixed = 1, memory = 1, compute = 1, api = 5e-3;
+};
+Theta theta_of(const Efficiency& e) {
+  return {e.fixed_scale, e.memory_scale, e.compute_scale, e.api_overhead_s};
+}
+void apply(Efficiency& e, const Theta& t) {
+  e.fixed_scale = t.fixed;
+  e.memory_scale = t.memory;
+  e.compute_scale = t.compute;
+  e.api_overhead_s = t.api;
+}
+
+struct Simulated {
+  bool ok = false;
+  std::string error;
+  Theta theta0;
+  double ttft_s = 0, tpot_s = 0, tput_per_gpu = 0;
+  CostBuckets ttft_cost{}, tpot_cost{};
+};
+
+double rescale(const CostBuckets& b, const Theta& t, const Theta& t0) {
+  return b[kFixed] * t.fixed / t0.fixed + b[kMemory] * t.memory / t0.memory + b[kCompute] * t.compute / t0.compute +
+         b[kOther] + b[kApi] * (t0.api > 0 ? t.api / t0.api : 1.0);
+}
+double total(const CostBuckets& b) {
+  double sum = 0;
+  for (double v : b) sum += v;
+  return sum;
+}
+
+struct Prediction {
+  double ttft_s, tpot_s, tput_per_gpu;
+};
+Prediction repredict(const Simulated& s, const MeasuredPoint& p, const Theta& t) {
+  const double tpot_ratio = total(s.tpot_cost) > 0 ? rescale(s.tpot_cost, t, s.theta0) / total(s.tpot_cost) : 1.0;
+  const double ttft_ratio = total(s.ttft_cost) > 0 ? rescale(s.ttft_cost, t, s.theta0) / total(s.ttft_cost) : 1.0;
+  Prediction out;
+  out.tpot_s = s.tpot_s * tpot_ratio;
+  out.ttft_s = s.ttft_s * ttft_ratio;
+  const double tokens = 0.9 * p.osl - 1;
+  const double e2e0 = s.ttft_s + tokens * s.tpot_s;
+  const double e2e = out.ttft_s + tokens * out.tpot_s;
+  out.tput_per_gpu = e2e > 0 ? s.tput_per_gpu * e2e0 / e2e : s.tput_per_gpu;
+  return out;
+}
+
+double log_error(double predicted, double measured) {
+  if (!(predicted > 0) || !(measured > 0)) return 0;
+  return std::log(predicted / measured);
+}
+
+constexpr double kWeightTpot = 1.0;
+constexpr double kWeightTput = 1.0;
+constexpr double kWeightTtft = 0.5;
+
+// Nelder-Mead over log(theta), bounded by clamping.
+Theta minimise(const std::function<double(const Theta&)>& objective, const Theta& start) {
+  using Vec = std::array<double, 4>;
+  auto to_theta = [](const Vec& v) {
+    auto clamp_exp = [](double x, double lo, double hi) { return std::exp(std::clamp(x, std::log(lo), std::log(hi))); };
+    return Theta{clamp_exp(v[0], 0.05, 50), clamp_exp(v[1], 0.2, 20), clamp_exp(v[2], 0.2, 50),
+                 clamp_exp(v[3], 1e-4, 3.0)};
+  };
+  auto f = [&](const Vec& v) { return objective(to_theta(v)); };
+  Vec x0{std::log(start.fixed), std::log(start.memory), std::log(start.compute), std::log(start.api)};
+  std::array<Vec, 5> simplex;
+  std::array<double, 5> values;
+  simplex[0] = x0;
+  for (int i = 0; i < 4; ++i) {
+    simplex[i + 1] = x0;
+    simplex[i + 1][i] += 0.5;
+  }
+  for (int i = 0; i < 5; ++i) values[i] = f(simplex[i]);
+  for (int iteration = 0; iteration < 600; ++iteration) {
+    std::array<int, 5> order{0, 1, 2, 3, 4};
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return values[a] < values[b]; });
+    std::array<Vec, 5> s2;
+    std::array<double, 5> v2;
+    for (int i = 0; i < 5; ++i) {
+      s2[i] = simplex[order[i]];
+      v2[i] = values[order[i]];
+    }
+    simplex = s2;
+    values = v2;
+    if (values[4] - values[0] < 1e-10) break;
+    Vec centroid{};
+    for (int i = 0; i < 4; ++i)
+      for (int k = 0; k < 4; ++k) centroid[k] += simplex[i][k] / 4;
+    auto along = [&](double t) {
+      Vec v;
+      for (int k = 0; k < 4; ++k) v[k] = centroid[k] + t * (simplex[4][k] - centroid[k]);
+      return v;
+    };
+    Vec reflected = along(-1);
+    double fr = f(reflected);
+    if (fr < values[0]) {
+      Vec expanded = along(-2);
+      double fe = f(expanded);
+      if (fe < fr) {
+        simplex[4] = expanded;
+        values[4] = fe;
+      } else {
+        simplex[4] = reflected;
+        values[4] = fr;
+      }
+    } else if (fr < values[3]) {
+      simplex[4] = reflected;
+      values[4] = fr;
+    } else {
+      Vec contracted = along(0.5);
+      double fc = f(contracted);
+      if (fc < values[4]) {
+        simplex[4] = contracted;
+        values[4] = fc;
+      } else {
+        for (int i = 1; i < 5; ++i) {
+          for (int k = 0; k < 4; ++k) simplex[i][k] = simplex[0][k] + 0.5 * (simplex[i][k] - simplex[0][k]);
+          values[i] = f(simplex[i]);
+        }
+      }
+    }
+  }
+  int best = int(std::min_element(values.begin(), values.end()) - values.begin());
+  return to_theta(simplex[best]);
+}
+
+Theta fit_group(const std::vector<size_t>& members, const std::vector<MeasuredPoint>& points,
+                const std::vector<Simulated>& sims, const Theta& prior, double ridge) {
+  auto objective = [&](const Theta& t) {
+    double sum = 0;
+    for (size_t i : members) {
+      const auto& s = sims[i];
+      if (!s.ok) continue;
+      const auto pred = repredict(s, points[i], t);
+      const double a = log_error(pred.tpot_s, points[i].tpot_s);
+      const double b = log_error(pred.tput_per_gpu, points[i].tput_per_gpu);
+      const double c = log_error(pred.ttft_s, points[i].ttft_s);
+      sum += kWeightTpot * a * a + kWeightTput * b * b + kWeightTtft * c * c;
+    }
+    const double r0 = std::log(t.fixed / prior.fixed), r1 = std::log(t.memory / prior.memory);
+    const double r2 = std::log(t.compute / prior.compute), r3 = std::log(t.api / prior.api);
+    return sum + ridge * (r0 * r0 + r1 * r1 + r2 * r2 + r3 * r3);
+  };
+  return minimise(objective, prior);
+}
+
+Simulated simulate(const MeasuredPoint& point, const CalibrationTable& table, const FitOptions& options) {
+  Simulated out;
+  auto engine = resolve_engine(point.engine, &table);
+  if (!engine) {
+    out.error = engine.error().message();
+    return out;
+  }
+  out.theta0 = theta_of(engine->efficiency);
+  PredictOptions predict;
+  predict.engine = point.engine;
+  predict.isl = point.isl;
+  predict.osl = point.osl;
+  predict.num_prompts = std::min(10 * point.conc, std::max(options.max_prompts, point.conc * 3 / 2));
+  predict.record_costs = true;
+  predict.metric_percentiles = {};
+  predict.summary_only = true;
+  auto result = predict_point(*engine, predict, point.conc);
+  if (!result) {
+    out.error = result.error().message();
+    return out;
+  }
+  // The simulated GPU count can differ from gpus_total only on rows already skipped.
+  out.ok = true;
+  out.ttft_s = result->median_ttft_s;
+  out.tpot_s = result->median_tpot_s;
+  out.tput_per_gpu = result->tput_per_gpu;
+  out.ttft_cost = result->ttft_cost;
+  out.tpot_cost = result->tpot_cost;
+  return out;
+}
+
+std::vector<Simulated> simulate_all(const std::vector<MeasuredPoint>& points, const CalibrationTable& table,
+                                    const FitOptions& options) {
+  std::vector<Simulated> sims(points.size());
+  std::atomic<size_t> next{0};
+  const unsigned workers = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < points.size(); i = next++) sims[i] = simulate(points[i], table, options);
+    });
+  for (auto& thread : threads) thread.join();
+  return sims;
+}
+
+}  // namespace
+
+Result<CsvLoad> load_measured_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open measured CSV '{}'", path));
+  std::string line;
+  if (!std::getline(in, line)) return fail(ErrorCode::kParse, fmt::format("{}: empty file", path));
+  std::map<std::string, size_t> columns;
+  auto header = split_csv_line(line);
+  for (size_t i = 0; i < header.size(); ++i) columns[header[i]] = i;
+  for (const char* needed :
+       {"hardware", "framework", "precision", "spec_decoding", "tp", "ep", "dp_attention", "isl", "osl", "conc",
+        "median_ttft_s", "median_tpot_s", "tput_per_gpu", "gpus_total", "is_multinode"})
+    if (!columns.contains(needed)) return fail(ErrorCode::kParse, fmt::format("{}: missing column '{}'", path, needed));
+  CsvLoad load;
+  int32_t number = 1;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    CsvRow row(columns, split_csv_line(line));
+    MeasuredPoint p;
+    p.line = number;
+    p.hardware = row.text("hardware");
+    p.framework = row.text("framework");
+    p.precision = row.text("precision");
+    p.isl = row.integer("isl");
+    p.osl = row.integer("osl");
+    p.conc = row.integer("conc");
+    p.gpus_total = row.integer("gpus_total");
+    p.ttft_s = row.number("median_ttft_s").value_or(0);
+    p.tpot_s = row.number("median_tpot_s").value_or(0);
+    p.tput_per_gpu = row.number("tput_per_gpu").value_or(0);
+    if (p.isl <= 0 || p.osl <= 0 || p.conc <= 0 || p.ttft_s <= 0 || p.tpot_s <= 0 || p.tput_per_gpu <= 0 ||
+        p.gpus_total <= 0) {
+      load.skipped.push_back(fmt::format("line {}: missing or non-positive isl/osl/conc/latency/throughput", number));
+      continue;
+    }
+    EngineConfig& c = p.engine;
+    c.model = "deepseek-r1";
+    c.hardware = p.hardware;
+    c.framework = p.framework;
+    c.precision = p.precision;
+    auto spec = parse_spec_decoding(row.text("spec_decoding"));
+    if (!spec) {
+      load.skipped.push_back(fmt::format("line {}: {}", number, spec.error().message()));
+      continue;
+    }
+    c.spec_decoding = *spec;
+    if (row.flag("is_multinode")) {
+      WorkerTopology prefill{row.integer("prefill_num_workers"), row.integer("prefill_tp", 1),
+                             row.integer("prefill_ep", 1), row.flag("prefill_dp_attention")};
+      WorkerTopology decode{row.integer("decode_num_workers"), row.integer("decode_tp", 1), row.integer("decode_ep", 1),
+                            row.flag("decode_dp_attention")};
+      auto gpus = [](const WorkerTopology& t) { return t.num_workers * std::max({1, t.tp, t.ep}); };
+      if (gpus(prefill) + gpus(decode) != p.gpus_total && prefill.tp == 1 && decode.tp == 1 && prefill.ep == 1 &&
+          decode.ep == 1) {
+        // Legacy rows record tp=1 for attention-DP workers: spread the GPUs over the workers.
+        const int32_t workers = prefill.num_workers + decode.num_workers;
+        if (workers > 0 && p.gpus_total % workers == 0) {
+          const int32_t per = p.gpus_total / workers;
+          prefill.tp = prefill.ep = decode.tp = decode.ep = per;
+        }
+      }
+      if (gpus(prefill) + gpus(decode) != p.gpus_total) {
+        load.skipped.push_back(fmt::format("line {}: workers x GPUs ({}) != gpus_total ({})", number,
+                                           gpus(prefill) + gpus(decode), p.gpus_total));
+        continue;
+      }
+      if (prefill.num_workers > 0 && decode.num_workers > 0) {
+        c.disagg = true;
+        c.prefill = prefill;
+        c.decode = decode;
+      } else {
+        const WorkerTopology& only = prefill.num_workers > 0 ? prefill : decode;
+        c.tp = only.tp;
+        c.ep = only.ep;
+        c.dp_attn = only.dp_attn;
+        c.num_replicas = std::max(1, only.num_workers);
+      }
+    } else {
+      c.tp = row.integer("tp", 1);
+      c.ep = row.integer("ep", 1);
+      c.dp_attn = row.flag("dp_attention");
+      if (total_gpus(c) != p.gpus_total) {
+        load.skipped.push_back(
+            fmt::format("line {}: tp/ep ({} GPUs) != gpus_total ({})", number, total_gpus(c), p.gpus_total));
+        continue;
+      }
+    }
+    if (auto ok = validate(c); !ok) {
+      load.skipped.push_back(fmt::format("line {}: {}", number, ok.error().message()));
+      continue;
+    }
+    p.series = fmt::format("{}|{}|{}|{}|{}x{}|{}", p.hardware, p.framework, p.precision,
+                           spec_decoding_name(c.spec_decoding), p.isl, p.osl, topology_key(c));
+    load.points.push_back(std::move(p));
+  }
+  return load;
+}
+
+Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options,
+                                  const std::function<void(const std::string&)>& progress) {
+  const auto& points = data.points;
+  if (points.empty()) return fail(ErrorCode::kInvalidArgument, "no usable measured points to fit on");
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+
+  // Which points are used for fitting.
+  std::vector<bool> fitted(points.size(), true);
+  if (options.holdout) {
+    std::map<std::string, std::pair<int32_t, int32_t>> range;
+    for (const auto& p : points) {
+      auto [it, inserted] = range.try_emplace(p.series, p.conc, p.conc);
+      it->second.first = std::min(it->second.first, p.conc);
+      it->second.second = std::max(it->second.second, p.conc);
+    }
+    for (size_t i = 0; i < points.size(); ++i) {
+      const auto& [lo, hi] = range[points[i].series];
+      fitted[i] = points[i].conc == lo || points[i].conc == hi;
+    }
+  }
+
+  CalibrationTable table;
+  table.set_source("nominal");
+  const Efficiency nominal;
+  for (int32_t round = 0; round < options.iterations; ++round) {
+    say(fmt::format("round {}: simulating {} points", round + 1, points.size()));
+    const auto sims = simulate_all(points, table, options);
+    size_t failures = 0;
+    for (const auto& s : sims) failures += s.ok ? 0 : 1;
+    if (failures > 0) say(fmt::format("round {}: {} points failed to simulate", round + 1, failures));
+
+    // Level 0: everything.
+    std::vector<size_t> all;
+    for (size_t i = 0; i < points.size(); ++i)
+      if (fitted[i]) all.push_back(i);
+    CalibrationTable next;
+    Efficiency defaults = nominal;
+    apply(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01));
+    next.set_defaults(defaults);
+    // Level 1: per hardware; level 2: per (hardware, framework, precision).
+    std::map<std::string, std::vector<size_t>> by_hardware;
+    std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> by_group;
+    for (size_t i : all) {
+      by_hardware[points[i].hardware].push_back(i);
+      by_group[{points[i].hardware, points[i].framework, points[i].precision}].push_back(i);
+    }
+    std::map<std::string, Efficiency> hardware_level;
+    for (const auto& [hardware, members] : by_hardware) {
+      Efficiency e = defaults;
+      apply(e, fit_group(members, points, sims, theta_of(defaults), 0.05));
+      hardware_level[hardware] = e;
+      next.add(CalibrationGroup{hardware, "*", "*", e, int32_t(members.size())});
+    }
+    for (const auto& [key, members] : by_group) {
+      const auto& [hardware, framework, precision] = key;
+      if (members.size() < 3) continue;
+      Efficiency e = hardware_level[hardware];
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      next.add(CalibrationGroup{hardware, framework, precision, e, int32_t(members.size())});
+    }
+    table = std::move(next);
+  }
+  table.set_source(fmt::format(
+      "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "
+      "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
+      "points",
+      std::count(fitted.begin(), fitted.end(), true),
+      options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations));
+
+  say("final: simulating every point with the fitted factors");
+  const auto final_sims = simulate_all(points, table, options);
+  FitReport report;
+  report.table = std::move(table);
+  report.skipped = data.skipped;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (!final_sims[i].ok) {
+      report.skipped.push_back(fmt::format("line {}: simulation failed: {}", points[i].line, final_sims[i].error));
+      continue;
+    }
+    PointResidual r;
+    r.point = &points[i];
+    r.fitted = fitted[i];
+    r.ttft_s = final_sims[i].ttft_s;
+    r.tpot_s = final_sims[i].tpot_s;
+    r.tput_per_gpu = final_sims[i].tput_per_gpu;
+    report.residuals.push_back(r);
+  }
+  return report;
+}
+
+std::string residual_table(const FitReport& report, bool held_out_only) {
+  std::map<std::string, std::array<std::vector<double>, 3>> errors;
+  for (const auto& r : report.residuals) {
+    if (held_out_only && r.fitted) continue;
+    auto& e = errors[r.point->hardware];
+    e[0].push_back(std::abs(r.tpot_s / r.point->tpot_s - 1));
+    e[1].push_back(std::abs(r.tput_per_gpu / r.point->tput_per_gpu - 1));
+    e[2].push_back(std::abs(r.ttft_s / r.point->ttft_s - 1));
+  }
+  std::string out = "| hardware | points | TPOT | tput_per_gpu | TTFT |\n|---|---:|---:|---:|---:|\n";
+  std::array<std::vector<double>, 3> all;
+  for (const auto& [hardware, e] : errors) {
+    out += fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", hardware, e[0].size(),
+                       100 * metrics::median(e[0]), 100 * metrics::median(e[1]), 100 * metrics::median(e[2]));
+    for (int k = 0; k < 3; ++k) all[k].insert(all[k].end(), e[k].begin(), e[k].end());
+  }
+  out += fmt::format("| all | {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", all[0].size(), 100 * metrics::median(all[0]),
+                     100 * metrics::median(all[1]), 100 * metrics::median(all[2]));
+  return out;
+}
+
+}  // namespace ix::sim

@@ -1,0 +1,83 @@
+// Calibration of the step-time model on measured benchmark points
+// (../shared/data/calibration/measured_dsr1.csv: one row per measured point, latencies in
+// seconds, tput_per_gpu over gpus_total).
+//
+// Method. Every measured point is simulated with the current factors, recording how its TTFT and
+// TPOT split into cost buckets (fixed overheads, memory-bound, compute-bound, communication, API
+// overhead). Because the buckets scale linearly with the fitted multipliers (fixed_scale,
+// memory_scale, compute_scale, api_overhead_s), the prediction for new multipliers is known in
+// closed form; they are fitted per group by minimising squared log errors of TPOT,
+// tput_per_gpu and TTFT (Nelder-Mead in log space, with a ridge toward the parent level), then
+// the points are simulated again with the new factors and refitted (`iterations` rounds).
+// Levels: all hardware (the defaults), per hardware (hw/*/*), per (hw, framework, precision).
+//
+// Validation: with `holdout`, each (group, isl, osl, topology, spec) series is fitted only on its
+// lowest and highest concurrency and judged on the concurrencies between them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sim/calibration.h"
+#include "sim/engine_config.h"
+
+namespace ix::sim {
+
+struct MeasuredPoint {
+  int32_t line = 0;  // CSV line (1-based, header = 1)
+  EngineConfig engine;
+  std::string hardware;
+  std::string framework;
+  std::string precision;
+  int32_t isl = 0;
+  int32_t osl = 0;
+  int32_t conc = 0;
+  int32_t gpus_total = 0;
+  double ttft_s = 0;
+  double tpot_s = 0;
+  double tput_per_gpu = 0;
+  std::string series;  // group + isl/osl + topology + spec: the concurrency sweep it belongs to
+};
+
+struct CsvLoad {
+  std::vector<MeasuredPoint> points;
+  std::vector<std::string> skipped;  // "line N: why"
+};
+// Reads measured_dsr1.csv. Rows whose GPU accounting cannot be reconciled are skipped (reported).
+Result<CsvLoad> load_measured_csv(const std::string& path);
+
+struct FitOptions {
+  int32_t iterations = 2;
+  bool holdout = false;
+  // Requests simulated per point: min(10·conc, max(cap, 1.5·conc)); keeps the 16k-concurrency
+  // points affordable while the low-concurrency ones run in full.
+  int32_t max_prompts = 200;
+  uint64_t seed = 0;
+};
+
+struct PointResidual {
+  const MeasuredPoint* point = nullptr;
+  bool fitted = false;  // used for fitting (false: held out)
+  double ttft_s = 0;    // predicted
+  double tpot_s = 0;
+  double tput_per_gpu = 0;
+};
+
+struct FitReport {
+  CalibrationTable table;
+  std::vector<PointResidual> residuals;
+  std::vector<std::string> skipped;
+};
+
+// `progress` (optional) receives one line per phase.
+Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options,
+                                  const std::function<void(const std::string&)>& progress = {});
+
+// Median absolute relative error per hardware on TPOT, tput_per_gpu and TTFT, over held-out
+// points (or all points when nothing was held out), as a Markdown table.
+std::string residual_table(const FitReport& report, bool held_out_only);
+
+}  // namespace ix::sim

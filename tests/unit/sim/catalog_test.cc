@@ -1,0 +1,98 @@
+#include "sim/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/calibration.h"
+
+namespace ix::sim {
+namespace {
+
+TEST(Catalog, BuiltinHasEveryHardwareAndModelFamily) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog) << catalog.error().message();
+  for (const char* name : {"h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x"}) {
+    auto hw = catalog->hardware(name);
+    ASSERT_TRUE(hw) << name;
+    EXPECT_FALSE((*hw)->source.empty()) << name;
+    EXPECT_GT((*hw)->hbm_bandwidth_bytes_per_s, 1e12) << name;
+  }
+  for (const char* name : {"deepseek-r1", "deepseek-v3", "deepseek-v4-pro", "deepseek-v4-flash", "llama-3.3-70b",
+                           "qwen3.5-397b-a17b", "gpt-oss-120b", "kimi-k2", "glm-5", "minimax-m2"}) {
+    auto model = catalog->model(name);
+    ASSERT_TRUE(model) << name;
+    EXPECT_FALSE((*model)->source.empty()) << name;
+  }
+}
+
+TEST(Catalog, LooksUpAliasesHfIdsAndRunnerLabels) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog);
+  EXPECT_EQ((*catalog->model("deepseek-ai/DeepSeek-R1-0528"))->name, "deepseek-r1");
+  EXPECT_EQ((*catalog->model("dsr1"))->name, "deepseek-r1");
+  EXPECT_EQ((*catalog->model("nvidia/DeepSeek-R1-0528-NVFP4-v2"))->name, "deepseek-r1");
+  EXPECT_EQ((*catalog->hardware("cluster:b200-dgxc"))->name, "b200");
+  EXPECT_EQ((*catalog->hardware("H200"))->name, "h200");
+  EXPECT_EQ((*catalog->hardware("mi355x-disagg"))->name, "mi355x");
+}
+
+TEST(Catalog, UnknownNamesListKnownOnesAndHowToAdd) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog);
+  auto model = catalog->model("gpt-7");
+  ASSERT_FALSE(model);
+  EXPECT_EQ(model.error().code(), ErrorCode::kNotFound);
+  EXPECT_NE(model.error().message().find("deepseek-r1"), std::string::npos);
+  EXPECT_NE(model.error().message().find("models.json"), std::string::npos);
+  auto hardware = catalog->hardware("tpu-v9");
+  ASSERT_FALSE(hardware);
+  EXPECT_NE(hardware.error().message().find("mi355x"), std::string::npos);
+  EXPECT_NE(hardware.error().message().find("hardware.json"), std::string::npos);
+}
+
+TEST(Catalog, KvBytesPerTokenMatchTheSpec) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog);
+  // MLA: 61 layers x (512 + 64) elements = 35,136 (35 KB in fp8).
+  EXPECT_DOUBLE_EQ((*catalog->model("deepseek-r1"))->kv_elements_per_token(), 61.0 * 576);
+  // GQA: 2 x 80 x 8 x 128 elements, x 2 bytes = 320 KiB for Llama-3-70B in bf16.
+  EXPECT_DOUBLE_EQ((*catalog->model("llama-3.3-70b"))->kv_elements_per_token() * 2, 320.0 * 1024);
+}
+
+TEST(Catalog, ParameterCountsAreThoseOfTheModels) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog);
+  const auto* r1 = *catalog->model("deepseek-r1");
+  EXPECT_NEAR(r1->total_params() / 1e9, 671, 15);           // 671B total
+  EXPECT_NEAR(r1->active_params_per_token() / 1e9, 37, 3);  // 37B active
+  const auto* llama = *catalog->model("llama-3.3-70b");
+  EXPECT_NEAR(llama->total_params() / 1e9, 70.6, 1.5);
+}
+
+TEST(Catalog, MalformedEntriesAreRejectedWithTheirName) {
+  auto bad = Catalog::parse(R"({"hardware": [{"name": "x1", "hbm_gb": "lots"}]})", R"({"models": []})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("'x1'"), std::string::npos);
+  auto syntax = Catalog::parse("{", R"({"models": []})");
+  ASSERT_FALSE(syntax);
+  EXPECT_EQ(syntax.error().code(), ErrorCode::kParse);
+}
+
+TEST(CalibrationTable, LooksUpMostSpecificGroupThenFallsBack) {
+  auto table = CalibrationTable::parse(R"({"defaults": {"fixed_scale": 2},
+    "groups": [{"hardware": "h200", "framework": "*", "precision": "*", "fixed_scale": 3, "fit_rows": 9},
+               {"hardware": "h200", "framework": "sglang", "precision": "fp8", "fixed_scale": 4, "fit_rows": 5}]})");
+  ASSERT_TRUE(table) << table.error().message();
+  std::string used;
+  EXPECT_DOUBLE_EQ(table->lookup("h200", "sglang", "fp8", &used).fixed_scale, 4);
+  EXPECT_NE(used.find("h200/sglang/fp8"), std::string::npos);
+  EXPECT_DOUBLE_EQ(table->lookup("h200", "trt", "fp8").fixed_scale, 3);
+  EXPECT_DOUBLE_EQ(table->lookup("b200", "trt", "fp8").fixed_scale, 2);
+  auto round_trip = CalibrationTable::parse(table->to_json());
+  ASSERT_TRUE(round_trip);
+  EXPECT_DOUBLE_EQ(round_trip->lookup("h200", "sglang", "fp8").fixed_scale, 4);
+  EXPECT_FALSE(CalibrationTable::parse(R"({"groups": [{"hardware": "h200"}]})"));
+  EXPECT_FALSE(CalibrationTable::parse(R"({"defaults": {"fixed_scale": "x"}})"));
+}
+
+}  // namespace
+}  // namespace ix::sim

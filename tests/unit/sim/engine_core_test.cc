@@ -1,0 +1,284 @@
+#include "sim/engine_core.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace ix::sim {
+namespace {
+
+using testing::EventLog;
+using testing::llama_on_h200;
+using testing::make_core;
+using testing::request_with_tokens;
+using testing::tokens_from;
+
+TEST(EngineCore, GeneratesExactlyTheRequestedTokensInIncreasingTime) {
+  auto core = make_core(llama_on_h200());
+  ASSERT_TRUE(core);
+  EventLog log;
+  auto id = core->submit(request_with_tokens(tokens_from(0, 500), 40));
+  ASSERT_TRUE(id);
+  core->run_until(kNever, log.sink());
+  const auto& events = log.by_request.at(*id);
+  ASSERT_EQ(events.size(), 40u);
+  for (size_t i = 1; i < events.size(); ++i) EXPECT_GT(events[i].time_ns, events[i - 1].time_ns);
+  EXPECT_EQ(events.back().total_output_tokens, 40);
+  EXPECT_EQ(events.back().finish, FinishReason::kLength);
+  EXPECT_EQ(events.front().prompt_tokens, 500);
+  auto metrics = core->metrics();
+  EXPECT_EQ(metrics.request_success_total, 1);
+  EXPECT_EQ(metrics.generation_tokens_total, 40);
+  EXPECT_EQ(metrics.num_requests_running, 0);
+  EXPECT_DOUBLE_EQ(metrics.kv_cache_usage_perc, 0.0);
+}
+
+TEST(EngineCore, NaturalStopBeforeMaxTokensIsReportedAsStop) {
+  auto core = make_core(llama_on_h200());
+  ASSERT_TRUE(core);
+  EventLog log;
+  auto request = request_with_tokens(tokens_from(0, 100), 50);
+  request.output_tokens = 10;
+  auto id = core->submit(request);
+  ASSERT_TRUE(id);
+  core->run_until(kNever, log.sink());
+  EXPECT_EQ(log.total_tokens(*id), 10);
+  EXPECT_EQ(log.by_request.at(*id).back().finish, FinishReason::kStop);
+}
+
+TEST(EngineCore, TokenBudgetChunksLongPrefills) {
+  auto config = llama_on_h200();
+  config.max_num_batched_tokens = 8192;
+  auto big_budget = make_core(config);
+  config.max_num_batched_tokens = 512;
+  auto small_budget = make_core(config);
+  ASSERT_TRUE(big_budget && small_budget);
+  EventLog a, b;
+  auto ia = big_budget->submit(request_with_tokens(tokens_from(0, 4000), 2));
+  auto ib = small_budget->submit(request_with_tokens(tokens_from(0, 4000), 2));
+  big_budget->run_until(kNever, a.sink());
+  small_budget->run_until(kNever, b.sink());
+  // 8 chunks of 512 pay the per-step overheads 8 times.
+  EXPECT_GT(b.first_token_ns(*ib), a.first_token_ns(*ia));
+}
+
+TEST(EngineCore, MaxNumSeqsLimitsTheRunningBatch) {
+  auto config = llama_on_h200();
+  config.max_num_seqs = 2;
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(*core->submit(request_with_tokens(tokens_from(i * 1000, 64), 20)));
+  int64_t max_running = 0;
+  EventLog log;
+  while (core->next_event_ns() != kNever) {
+    core->run_until(core->next_event_ns(), log.sink());
+    max_running = std::max(max_running, core->metrics().num_requests_running);
+  }
+  EXPECT_EQ(max_running, 2);
+  for (auto id : ids) EXPECT_EQ(log.total_tokens(id), 20);
+  // The last request waits for two to finish first.
+  EXPECT_GT(log.first_token_ns(ids[4]), log.last_ns(ids[0]));
+}
+
+TEST(EngineCore, PreemptsTheNewestRequestWhenKvRunsOutAndRecomputes) {
+  auto config = llama_on_h200();
+  config.num_gpu_blocks_override = 40;  // 640 tokens: room for ~2 of the 4 requests at full length
+  config.enable_prefix_caching = false;
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(*core->submit(request_with_tokens(tokens_from(i * 1000, 100), 200)));
+  EventLog log;
+  core->run_until(kNever, log.sink());
+  EXPECT_GT(core->metrics().num_preemptions, 0);
+  for (auto id : ids) {
+    EXPECT_EQ(log.total_tokens(id), 200);
+    int32_t sum = 0;
+    for (const auto& event : log.by_request.at(id)) sum += event.new_tokens;
+    EXPECT_EQ(sum, 200);  // recompute never re-emits tokens
+  }
+  EXPECT_EQ(core->metrics().num_requests_running, 0);
+}
+
+TEST(EngineCore, RejectsRequestsThatCanNeverFit) {
+  auto config = llama_on_h200();
+  config.num_gpu_blocks_override = 10;
+  config.max_model_len = 4096;
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  auto too_long = core->submit(request_with_tokens(tokens_from(0, 4000), 200));
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().message().find("max_model_len=4096"), std::string::npos);
+  auto too_big = core->submit(request_with_tokens(tokens_from(0, 150), 100));
+  ASSERT_FALSE(too_big);
+  EXPECT_NE(too_big.error().message().find("KV blocks"), std::string::npos);
+}
+
+TEST(EngineCore, PrefixCacheHitSkipsComputeAndIsReported) {
+  auto core = make_core(llama_on_h200());
+  ASSERT_TRUE(core);
+  EventLog log;
+  const auto prompt = tokens_from(7, 2000);
+  auto first = core->submit(request_with_tokens(prompt, 4));
+  core->run_until(kNever, log.sink());
+  const int64_t start = core->now_ns();
+  auto second = core->submit(request_with_tokens(prompt, 4, 16, start));
+  core->run_until(kNever, log.sink());
+  EXPECT_EQ(log.by_request.at(*first).front().cached_prompt_tokens, 0);
+  // 2000 tokens = 125 full blocks, but the last prompt token is always recomputed: 124 blocks hit.
+  EXPECT_EQ(log.by_request.at(*second).front().cached_prompt_tokens, 124 * 16);
+  const int64_t ttft_first = log.first_token_ns(*first);
+  const int64_t ttft_second = log.first_token_ns(*second) - start;
+  EXPECT_LT(ttft_second, ttft_first);
+  auto metrics = core->metrics();
+  EXPECT_EQ(metrics.prefix_cache_queries, 4000);
+  EXPECT_EQ(metrics.prefix_cache_hits, 124 * 16);
+}
+
+TEST(EngineCore, SpeculativeDecodingEmitsAcceptanceLengthTokensPerStep) {
+  auto config = llama_on_h200();
+  config.spec_decoding = SpecDecoding::kMtp;
+  config.num_spec_tokens = 3;
+  config.acceptance_length = 2.5;
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  EventLog log;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(*core->submit(request_with_tokens(tokens_from(i * 5000, 200), 2000)));
+  core->run_until(kNever, log.sink());
+  int64_t events = 0, tokens = 0;
+  for (auto id : ids) {
+    EXPECT_EQ(log.total_tokens(id), 2000);
+    const auto& list = log.by_request.at(id);
+    // Skip the first (prefill) event and the last (capped by the remaining budget).
+    for (size_t i = 1; i + 1 < list.size(); ++i) {
+      ++events;
+      tokens += list[i].new_tokens;
+      EXPECT_GE(list[i].new_tokens, 1);
+      EXPECT_LE(list[i].new_tokens, 4);
+    }
+  }
+  EXPECT_NEAR(double(tokens) / events, 2.5, 0.08);
+  auto metrics = core->metrics();
+  EXPECT_GT(metrics.spec_decode_num_drafts, 0);
+  EXPECT_NEAR(double(metrics.spec_decode_num_accepted_tokens) / metrics.spec_decode_num_drafts, 1.5, 0.08);
+}
+
+TEST(EngineCore, DisaggregatedPrefillShipsKvBeforeDecode) {
+  auto config = llama_on_h200();
+  config.disagg = true;
+  config.prefill = WorkerTopology{1, 2, 1, false};
+  config.decode = WorkerTopology{2, 2, 1, false};
+  auto resolved = resolve_engine(config);
+  ASSERT_TRUE(resolved);
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  EventLog log;
+  auto id = core->submit(request_with_tokens(tokens_from(0, 3000), 10));
+  core->run_until(kNever, log.sink());
+  EXPECT_EQ(log.total_tokens(*id), 10);
+  // Same request on one aggregated engine: the first token comes earlier (no transfer).
+  config.disagg = false;
+  auto aggregated = make_core(config);
+  EventLog agg_log;
+  auto agg_id = aggregated->submit(request_with_tokens(tokens_from(0, 3000), 10));
+  aggregated->run_until(kNever, agg_log.sink());
+  CostModel model(resolved->model, resolved->hardware, resolved->efficiency, "fp8", 0, config.prefill);
+  const int64_t transfer_ns = int64_t(model.kv_transfer_seconds(3000, false) * 1e9);
+  EXPECT_GE(log.first_token_ns(*id) - agg_log.first_token_ns(*agg_id), transfer_ns / 2);
+}
+
+TEST(EngineCore, DataParallelRanksHaveTheirOwnKvAndSessionsStick) {
+  auto config = llama_on_h200();
+  config.tp = 4;
+  config.dp_attn = true;
+  auto core = make_core(config);
+  ASSERT_TRUE(core);
+  const auto prompt = tokens_from(3, 1000);
+  EventLog log;
+  auto submit = [&](uint64_t session) {
+    auto request = request_with_tokens(prompt, 2, 16, core->now_ns());
+    request.session_id = session;
+    auto id = core->submit(request);
+    core->run_until(kNever, log.sink());
+    return *id;
+  };
+  const uint64_t a = submit(1);
+  const uint64_t same_rank = submit(5);   // 5 % 4 ranks = rank 1, like session 1
+  const uint64_t other_rank = submit(2);  // rank 2: its own, empty KV cache
+  EXPECT_EQ(log.by_request.at(a).front().cached_prompt_tokens, 0);
+  EXPECT_GT(log.by_request.at(same_rank).front().cached_prompt_tokens, 0);
+  EXPECT_EQ(log.by_request.at(other_rank).front().cached_prompt_tokens, 0);
+}
+
+TEST(EngineCore, LeastLoadedRoutingSpreadsRequestsOverRanks) {
+  auto config = llama_on_h200();
+  config.tp = 4;
+  config.dp_attn = true;
+  config.max_num_seqs = 1;  // one running request per rank: a rank given two would queue one
+  auto dp = make_core(config);
+  ASSERT_TRUE(dp);
+  EventLog log;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(dp->submit(request_with_tokens(tokens_from(i * 3000, 100), 50)));
+  int64_t max_waiting = 0, max_running = 0;
+  while (dp->next_event_ns() != kNever) {
+    dp->run_until(dp->next_event_ns(), log.sink());
+    max_waiting = std::max(max_waiting, dp->metrics().num_requests_waiting);
+    max_running = std::max(max_running, dp->metrics().num_requests_running);
+  }
+  EXPECT_EQ(dp->metrics().request_success_total, 4);
+  EXPECT_EQ(max_running, 4);
+  EXPECT_EQ(max_waiting, 0);
+}
+
+TEST(EngineCore, CancelStopsEventsAndFreesKv) {
+  auto core = make_core(llama_on_h200());
+  ASSERT_TRUE(core);
+  EventLog log;
+  auto keep = core->submit(request_with_tokens(tokens_from(0, 100), 100));
+  auto drop = core->submit(request_with_tokens(tokens_from(500, 100), 100));
+  while (log.by_request[*drop].size() < 5) core->run_until(core->next_event_ns(), log.sink());
+  core->cancel(*drop);
+  const size_t seen = log.by_request[*drop].size();
+  core->run_until(kNever, log.sink());
+  EXPECT_EQ(log.by_request[*drop].size(), seen);
+  EXPECT_EQ(log.total_tokens(*keep), 100);
+  EXPECT_DOUBLE_EQ(core->metrics().kv_cache_usage_perc, 0.0);
+  core->cancel(12345);  // unknown id: no effect
+}
+
+TEST(EngineCore, SameSeedGivesIdenticalTimingsInVirtualTime) {
+  auto run = [](uint64_t seed) {
+    auto config = llama_on_h200();
+    config.seed = seed;
+    config.spec_decoding = SpecDecoding::kMtp;
+    config.acceptance_length = 2.2;
+    config.jitter_sigma = 0.03;
+    auto core = make_core(config);
+    std::vector<std::tuple<uint64_t, int64_t, int32_t>> events;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_TRUE(core->submit(request_with_tokens(tokens_from(i * 900, 300 + i), 64, 16, i * 1000000)));
+    core->run_until(kNever, [&](const TokenEvent& e) { events.emplace_back(e.request_id, e.time_ns, e.new_tokens); });
+    return events;
+  };
+  const auto a = run(7), b = run(7), c = run(8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_GT(a.size(), 6u);
+}
+
+TEST(EngineCore, UnfittableModelIsAClearError) {
+  EngineConfig config;
+  config.model = "deepseek-r1";
+  config.hardware = "h100";
+  config.tp = 2;
+  auto resolved = resolve_engine(config);
+  ASSERT_TRUE(resolved);
+  auto core = EngineCore::create(*resolved);
+  ASSERT_FALSE(core);
+  EXPECT_NE(core.error().message().find("does not fit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ix::sim

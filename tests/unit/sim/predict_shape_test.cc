@@ -1,0 +1,126 @@
+// Shape tests: the predictions must move the way real engines do, whatever the calibration.
+#include <gtest/gtest.h>
+
+#include "sim/predict.h"
+
+namespace ix::sim {
+namespace {
+
+PredictOptions dsr1(const std::string& hardware, const std::string& precision, int32_t tp) {
+  PredictOptions options;
+  options.engine.model = "deepseek-r1";
+  options.engine.hardware = hardware;
+  options.engine.precision = precision;
+  options.engine.framework = "sglang";
+  options.engine.tp = tp;
+  options.isl = 1024;
+  options.osl = 256;
+  return options;
+}
+
+PredictPoint point(const PredictOptions& options, int32_t conc) {
+  auto engine = resolve_engine(options.engine);
+  EXPECT_TRUE(engine) << (engine ? "" : engine.error().message());
+  if (!engine) return PredictPoint{};
+  auto result = predict_point(*engine, options, conc);
+  EXPECT_TRUE(result) << (result ? "" : result.error().message());
+  return result ? *result : PredictPoint{};
+}
+
+TEST(PredictShape, TpotRisesAndInteractivityFallsWithConcurrency) {
+  auto options = dsr1("h200", "fp8", 8);
+  double previous_tpot = 0, previous_tput = 0;
+  for (int32_t conc : {1, 4, 16, 64, 128}) {
+    auto p = point(options, conc);
+    EXPECT_GT(p.median_tpot_s, previous_tpot) << conc;
+    EXPECT_GT(p.tput_per_gpu, previous_tput) << conc;
+    previous_tpot = p.median_tpot_s;
+    previous_tput = p.tput_per_gpu;
+  }
+}
+
+TEST(PredictShape, TtftExplodesPastSaturation) {
+  auto options = dsr1("h200", "fp8", 8);
+  options.engine.max_num_seqs = 32;
+  const auto at_limit = point(options, 32);
+  const auto past = point(options, 128);
+  // Past saturation requests queue for a free slot: TTFT grows by whole request lifetimes.
+  EXPECT_GT(past.median_ttft_s, 5 * at_limit.median_ttft_s);
+  EXPECT_NEAR(past.median_tpot_s, at_limit.median_tpot_s, 0.25 * at_limit.median_tpot_s);
+}
+
+TEST(PredictShape, Fp4BeatsFp8) {
+  for (int32_t conc : {4, 64}) {
+    const auto fp8 = point(dsr1("b200", "fp8", 8), conc);
+    const auto fp4 = point(dsr1("b200", "fp4", 8), conc);
+    EXPECT_LT(fp4.median_tpot_s, fp8.median_tpot_s) << conc;
+    EXPECT_GT(fp4.tput_per_gpu, fp8.tput_per_gpu) << conc;
+  }
+}
+
+TEST(PredictShape, MtpLowersTpot) {
+  auto plain = dsr1("b200", "fp4", 4);
+  auto mtp = plain;
+  mtp.engine.spec_decoding = SpecDecoding::kMtp;
+  for (int32_t conc : {4, 32}) EXPECT_LT(point(mtp, conc).median_tpot_s, point(plain, conc).median_tpot_s) << conc;
+}
+
+TEST(PredictShape, PrefixHitsLowerTtft) {
+  auto cold = dsr1("h200", "fp8", 8);
+  cold.isl = 8192;
+  auto warm = cold;
+  warm.shared_prefix_fraction = 0.75;
+  EXPECT_LT(point(warm, 8).median_ttft_s, 0.8 * point(cold, 8).median_ttft_s);
+}
+
+TEST(PredictShape, MoreGpusLowerTpotAtLowConcurrency) {
+  EXPECT_LT(point(dsr1("b200", "fp4", 8), 4).median_tpot_s, point(dsr1("b200", "fp4", 4), 4).median_tpot_s);
+}
+
+TEST(Predict, ResultHasTheSpecKeysAndAggregates) {
+  auto options = dsr1("h200", "fp8", 8);
+  options.osl = 64;
+  auto p = point(options, 4);
+  for (const char* key : {"completed",          "total_input_tokens",  "total_output_tokens",
+                          "request_throughput", "output_throughput",   "total_token_throughput",
+                          "max_concurrency",    "mean_ttft_ms",        "median_ttft_ms",
+                          "p99_ttft_ms",        "median_tpot_ms",      "p99.9_itl_ms",
+                          "median_e2el_ms",     "input_lens",          "output_lens",
+                          "tput_per_gpu",       "output_tput_per_gpu", "input_tput_per_gpu",
+                          "median_intvty",      "p99_intvty"})
+    EXPECT_TRUE(p.result.contains(key)) << key;
+  EXPECT_EQ(p.result.at("completed").as_int64(), 40);
+  EXPECT_EQ(p.num_gpus, 8);
+  EXPECT_NEAR(p.result.at("tput_per_gpu").as_double(), p.result.at("total_token_throughput").as_double() / 8, 1e-9);
+  EXPECT_NEAR(p.result.at("median_intvty").as_double(), 1000.0 / p.result.at("median_tpot_ms").as_double(), 1e-9);
+  // Lengths drawn uniformly in [0.8 L, L].
+  for (const auto& len : p.result.at("input_lens").as_array()) {
+    EXPECT_GE(len.to_number<int64_t>(), 819);
+    EXPECT_LE(len.to_number<int64_t>(), 1024);
+  }
+}
+
+TEST(Predict, SameSeedSameResultDifferentSeedDifferentDataset) {
+  auto options = dsr1("h200", "fp8", 8);
+  options.osl = 64;
+  auto a = point(options, 8), b = point(options, 8);
+  EXPECT_EQ(a.result.at("median_ttft_ms"), b.result.at("median_ttft_ms"));
+  EXPECT_EQ(a.result.at("p99_itl_ms"), b.result.at("p99_itl_ms"));
+  options.engine.seed = 1;
+  auto c = point(options, 8);
+  EXPECT_NE(a.result.at("input_lens"), c.result.at("input_lens"));
+}
+
+TEST(Predict, BadOptionsAreErrors) {
+  auto options = dsr1("h200", "fp8", 8);
+  options.concurrencies = {0};
+  EXPECT_FALSE(predict(options));
+  options.concurrencies = {4};
+  options.engine.model = "not-a-model";
+  auto unknown = predict(options);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("known:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ix::sim

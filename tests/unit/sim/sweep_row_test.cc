@@ -1,0 +1,82 @@
+#include "sim/sweep_row.h"
+
+#include <gtest/gtest.h>
+
+namespace ix::sim {
+namespace {
+
+TEST(SweepRow, SingleNodeRow) {
+  auto row = parse_sweep_row_text(
+      R"({"image": "lmsysorg/sglang:v0.5.9", "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1",
+          "precision": "fp4", "framework": "sglang", "runner": "b200", "isl": 1024, "osl": 1024, "tp": 4, "pp": 1,
+          "dcp-size": 1, "pcp-size": 1, "conc": 16, "max-model-len": 2304, "ep": 4, "dp-attn": false,
+          "spec-decoding": "mtp", "exp-name": "dsr1_1k1k", "disagg": false, "run-eval": false})",
+      EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.hardware, "b200");
+  EXPECT_EQ(row->engine.tp, 4);
+  EXPECT_EQ(row->engine.ep, 4);
+  EXPECT_EQ(row->engine.spec_decoding, SpecDecoding::kMtp);
+  EXPECT_FALSE(row->engine.disagg);
+  EXPECT_EQ(row->concurrencies, std::vector<int32_t>{16});
+  EXPECT_EQ(row->isl, 1024);
+  EXPECT_EQ(row->model_id, "deepseek-ai/DeepSeek-R1-0528");
+}
+
+TEST(SweepRow, MultiNodeDisaggregatedRow) {
+  auto row = parse_sweep_row_text(
+      R"({"image": "x", "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+          "framework": "dynamo-sglang", "runner": "h200-multinode", "isl": 8192, "osl": 1024, "spec-decoding": "mtp",
+          "prefill": {"num-worker": 1, "tp": 8, "ep": 1, "dp-attn": false, "additional-settings": [], "pp": 1},
+          "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true,
+                     "additional-settings": ["DECODE_NODES=2", "DECODE_MTP_SIZE=2"], "pp": 1},
+          "conc": [4, 8], "max-model-len": 9472, "exp-name": "dsr1_8k1k", "disagg": true, "run-eval": false})",
+      EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_TRUE(row->engine.disagg);
+  EXPECT_EQ(row->engine.prefill.num_workers, 1);
+  EXPECT_EQ(row->engine.decode.num_workers, 2);
+  EXPECT_TRUE(row->engine.decode.dp_attn);
+  EXPECT_EQ(row->engine.num_spec_tokens, 2);
+  EXPECT_EQ(row->concurrencies, (std::vector<int32_t>{4, 8}));
+  EXPECT_EQ(total_gpus(row->engine), 24);
+}
+
+TEST(SweepRow, MalformedRowsAreErrors) {
+  EXPECT_FALSE(parse_sweep_row_text("{", EngineConfig{}));
+  EXPECT_FALSE(parse_sweep_row_text("[1, 2]", EngineConfig{}));
+  auto no_runner =
+      parse_sweep_row_text(R"({"model": "dsr1", "precision": "fp8", "framework": "sglang"})", EngineConfig{});
+  ASSERT_FALSE(no_runner);
+  EXPECT_NE(no_runner.error().message().find("runner"), std::string::npos);
+  auto bad_hw = parse_sweep_row_text(
+      R"({"model": "dsr1", "precision": "fp8", "framework": "sglang", "runner": "tpu", "tp": 8, "conc": 4})",
+      EngineConfig{});
+  ASSERT_FALSE(bad_hw);
+  EXPECT_NE(bad_hw.error().message().find("unknown hardware"), std::string::npos);
+}
+
+TEST(EngineConfig, ValidationNamesTheFlag) {
+  EngineConfig config;
+  config.tp = 6;
+  config.ep = 4;
+  auto bad = validate(config);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("--tp"), std::string::npos);
+  config = EngineConfig{};
+  config.precision = "int3";
+  EXPECT_FALSE(validate(config));
+  config = EngineConfig{};
+  config.spec_decoding = SpecDecoding::kMtp;
+  config.num_spec_tokens = 1;
+  config.acceptance_length = 3.0;
+  auto al = validate(config);
+  ASSERT_FALSE(al);
+  EXPECT_NE(al.error().message().find("--acceptance-length"), std::string::npos);
+  EXPECT_FALSE(framework_family("tgi"));
+  EXPECT_EQ(*framework_family("dynamo-trt"), FrameworkFamily::kTrtllm);
+  EXPECT_EQ(*framework_family("mori-sglang"), FrameworkFamily::kSglang);
+}
+
+}  // namespace
+}  // namespace ix::sim
