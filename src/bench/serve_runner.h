@@ -19,8 +19,11 @@
 // a role-only first chat chunk is not a token.
 //
 // Self-check: every worker runs a 1 ms probe timer and records how late it fires (event-loop
-// lag) and its thread CPU time; when the lag p99 exceeds the threshold or a worker was busy
-// ≥ 95 % of the window, the client is marked saturated and the run invalid.
+// lag) and its thread CPU time. Received bytes carry the kernel's receive timestamp (plain TCP),
+// so lag reaches the measurements only through late sends (queue time) — or directly on https.
+// The client is marked saturated and the run invalid when a worker was busy ≥ 95 % of the
+// window, or the lag p99 exceeds the threshold and it reached the measurements (queue p90 above
+// the threshold, or reads without kernel timestamps).
 //
 // Stopping: `interrupt` (Ctrl-C) or the death of `server_pid` cancels everything in flight
 // (recorded as kind "cancelled"), sends nothing more, and returns what was measured.

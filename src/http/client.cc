@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -13,6 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 
@@ -236,6 +239,10 @@ struct ClientLoop::Impl {
           }
           boost::system::error_code ignored;
           conn->socket.set_option(tcp::no_delay(true), ignored);
+          if (options.kernel_timestamps && !options.target.tls) {
+            const int one = 1;
+            ::setsockopt(conn->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+          }
           if (!options.target.tls) {
             start_exchange(ex, conn);
             return;
@@ -294,20 +301,81 @@ struct ClientLoop::Impl {
 
   void read_more(const std::shared_ptr<Exchange>& ex) {
     Connection& c = *ex->conn;
-    auto on_read = [this, ex](const boost::system::error_code& ec, size_t n) {
-      const int64_t t = now();
+    if (c.tls) {
+      c.tls->async_read_some(asio::buffer(c.buffer), [this, ex](const boost::system::error_code& ec, size_t n) {
+        const int64_t t = now();
+        if (ex->done) return;
+        if (ec) {
+          io_error(ex, ec, t);
+          return;
+        }
+        if (on_bytes(ex, n, t)) read_more(ex);
+      });
+      return;
+    }
+    // Plain TCP: wait for readability, then recvmsg() ourselves to get the kernel's receive
+    // timestamp of the bytes (SO_TIMESTAMPNS), so a busy loop does not delay the stamps.
+    c.socket.async_wait(tcp::socket::wait_read, [this, ex](const boost::system::error_code& ec) {
       if (ex->done) return;
       if (ec) {
-        io_error(ex, ec, t);
+        io_error(ex, ec, now());
         return;
       }
-      on_bytes(ex, n, t);
-    };
-    if (c.tls) {
-      c.tls->async_read_some(asio::buffer(c.buffer), on_read);
-    } else {
-      c.socket.async_read_some(asio::buffer(c.buffer), on_read);
+      read_available(ex);
+    });
+  }
+
+  // Reads what the socket holds (a few buffers at most, then yields to other sockets).
+  void read_available(const std::shared_ptr<Exchange>& ex) {
+    for (int round = 0; round < 4; ++round) {
+      Connection& c = *ex->conn;
+      iovec iov{c.buffer.data(), c.buffer.size()};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t n = ::recvmsg(c.socket.native_handle(), &msg, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      const int64_t t_read = now();
+      if (n < 0) {
+        io_error(ex, boost::system::error_code(errno, boost::system::system_category()), t_read);
+        return;
+      }
+      if (n == 0) {
+        io_error(ex, asio::error::eof, t_read);
+        return;
+      }
+      const int64_t t = kernel_time(msg, t_read);
+      if (!on_bytes(ex, static_cast<size_t>(n), t)) return;
+      if (static_cast<size_t>(n) < c.buffer.size()) break;  // drained
     }
+    read_more(ex);
+  }
+
+  // The receive time the kernel recorded (CLOCK_REALTIME) mapped onto the steady clock; the read
+  // time when the kernel gave none. Never later than the read.
+  int64_t kernel_time(msghdr& msg, int64_t t_read) {
+    if (!options.kernel_timestamps) return t_read;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
+      timespec kernel{};
+      std::memcpy(&kernel, CMSG_DATA(cm), sizeof(kernel));
+      timespec real_now{};
+      clock_gettime(CLOCK_REALTIME, &real_now);
+      const int64_t mono_now = now();
+      const int64_t real_now_ns = static_cast<int64_t>(real_now.tv_sec) * 1'000'000'000 + real_now.tv_nsec;
+      const int64_t kernel_ns = static_cast<int64_t>(kernel.tv_sec) * 1'000'000'000 + kernel.tv_nsec;
+      const int64_t t = std::min(t_read, kernel_ns - (real_now_ns - mono_now));
+      const int64_t delay = t_read - t;
+      ++counters.kernel_timestamps;
+      counters.stamp_delay_sum_ns += delay;
+      counters.stamp_delay_max_ns = std::max(counters.stamp_delay_max_ns, delay);
+      return t;
+    }
+    return t_read;
   }
 
   void report_head(Exchange& ex) {
@@ -315,7 +383,8 @@ struct ClientLoop::Impl {
     ex.sink->on_head(ex.parser.status(), ex.parser.content_type(), ex.first_byte_ns);
   }
 
-  void on_bytes(const std::shared_ptr<Exchange>& ex, size_t n, int64_t t) {
+  // Feeds one read to the parser and the sink. Returns true when the exchange wants more bytes.
+  bool on_bytes(const std::shared_ptr<Exchange>& ex, size_t n, int64_t t) {
     ++counters.reads;
     counters.bytes_read += static_cast<int64_t>(n);
     if (!ex->got_bytes) {
@@ -331,18 +400,18 @@ struct ClientLoop::Impl {
     });
     if (!consumed) {
       finish(ex, FailureKind::kMalformed, consumed.error().message(), t, false);
-      return;
+      return false;
     }
     if (aborted) {
       finish(ex, FailureKind::kCancelled, "aborted by the response consumer", t, false);
-      return;
+      return false;
     }
     if (ex->parser.head_done() && !ex->head_reported) report_head(*ex);
     if (ex->parser.done()) {
       finish(ex, FailureKind::kNone, "", t, ex->parser.keep_alive() && *consumed == n);
-      return;
+      return false;
     }
-    read_more(ex);
+    return true;
   }
 
   void io_error(const std::shared_ptr<Exchange>& ex, const boost::system::error_code& ec, int64_t t) {

@@ -9,8 +9,9 @@
 //
 // Timing: every callback receives the steady-clock time (ix::SteadyClock epoch, ns) taken when
 // the event happened on the socket: on_send just before the request bytes are written, on_head
-// and on_body when the read that carried those bytes completed — before any parsing by the
-// caller. Timer threads run with 1 ns timer slack so call_at() wakes within microseconds.
+// and on_body when the bytes arrived — the kernel's receive timestamp of the read on plain TCP
+// (see LoopOptions::kernel_timestamps), else the time the read completed — before any parsing by
+// the caller. Timer threads run with 1 ns timer slack so call_at() wakes within microseconds.
 //
 // Failures of the server are reported to the sink as data (FailureKind + message), never thrown.
 // A keep-alive connection the server closed while idle is detected when the first write/read of
@@ -91,6 +92,10 @@ struct LoopOptions {
   bool verify_tls = true;
   // Idle keep-alive connections kept per loop (more are closed).
   size_t max_idle_connections = 1 << 20;
+  // Plain TCP: stamp bytes with the kernel's receive time (SO_TIMESTAMPNS, mapped onto the
+  // steady clock) instead of the time the loop got to them, so event-loop lag does not leak
+  // into measured latencies. https always uses the read time.
+  bool kernel_timestamps = true;
 };
 
 struct LoopCounters {
@@ -99,6 +104,11 @@ struct LoopCounters {
   int64_t stale_retries = 0;
   int64_t bytes_read = 0;
   int64_t reads = 0;
+  // Reads stamped by the kernel, and how much later the loop read them (the delay the kernel
+  // stamp removed).
+  int64_t kernel_timestamps = 0;
+  int64_t stamp_delay_sum_ns = 0;
+  int64_t stamp_delay_max_ns = 0;
 };
 
 class ClientLoop {

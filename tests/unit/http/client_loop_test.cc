@@ -307,6 +307,48 @@ TEST(ClientLoop, CallAtFiresCloseToTheRequestedTime) {
   EXPECT_LT(lateness[45], 2'000'000) << "p90 timer lateness in ns";
 }
 
+// The loop is blocked while the bytes arrive: with kernel timestamps the events keep their
+// arrival time; without, they get the time the loop got to them.
+TEST(ClientLoop, KernelTimestampsAreImmuneToLoopLag) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    while (read_request(fd, carry)) {
+      std::this_thread::sleep_for(10ms);
+      write_all(fd, std::string(kSseHead) + chunk("data: one\n\n") + "0\r\n\r\n");
+    }
+  });
+  for (bool kernel : {true, false}) {
+    LoopOptions options;
+    options.target = server.url();
+    options.kernel_timestamps = kernel;
+    ClientLoop loop(options);
+    ASSERT_TRUE(loop.prepare().has_value());
+    SequenceSink sink(loop, 1, 5'000'000'000);
+    int64_t unblocked_ns = 0;
+    loop.post([&] { sink.start(); });
+    // Once the request is out, block the loop for 80 ms while the response arrives (~10 ms).
+    loop.call_at(loop.now_ns() + 5'000'000, [&] {
+      std::this_thread::sleep_for(80ms);
+      unblocked_ns = loop.now_ns();
+    });
+    loop.run();
+    ASSERT_EQ(sink.outcomes.size(), 1u);
+    const Outcome& o = sink.outcomes[0];
+    ASSERT_EQ(o.kind, FailureKind::kNone) << o.message;
+    ASSERT_EQ(o.events.size(), 1u);
+    const double arrival_ms = static_cast<double>(o.events[0].first - o.send_ns) / 1e6;
+    if (kernel) {
+      EXPECT_LT(arrival_ms, 40.0) << "kernel stamp should be ~10 ms after send";
+      EXPECT_GE(arrival_ms, 9.0);
+      EXPECT_EQ(loop.counters().kernel_timestamps, loop.counters().reads);
+      EXPECT_GT(loop.counters().stamp_delay_max_ns, 30'000'000);
+    } else {
+      EXPECT_GE(o.events[0].first, unblocked_ns);
+      EXPECT_EQ(loop.counters().kernel_timestamps, 0);
+    }
+  }
+}
+
 TEST(ClientFetch, GetsABody) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
