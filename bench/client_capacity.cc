@@ -64,7 +64,7 @@ struct Flags {
   int server_threads = 8;
   std::string client_cpus;
   std::string server_cpus;
-  std::string accuracy = "256,1024";
+  std::string accuracy = "256,1024,10000";
   std::string server_url;
   std::string ixbench;
   bool skip_raw = false;
@@ -344,6 +344,9 @@ struct ClientResult {
   ix::metrics::ClientHealth health;
   int64_t failed = 0;
   ix::metrics::Summary ttft_ms, itl_ms;
+  double read_delay_mean_us = 0;
+  double read_delay_max_us = 0;
+  double kernel_stamped_fraction = 0;
 };
 
 // Phases 2 and 3: the real client.
@@ -401,6 +404,12 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   r.tokens_per_s = secs > 0 ? static_cast<double>(tokens) / secs : 0;
   r.peak_streams = concurrency;
   r.health = out->client;
+  const auto& conns = out->extra.at("client_connections").as_object();
+  r.read_delay_mean_us = conns.at("read_delay_mean_us").as_double();
+  r.read_delay_max_us = conns.at("read_delay_max_us").as_double();
+  const auto reads = conns.at("reads").as_int64();
+  r.kernel_stamped_fraction =
+      reads ? static_cast<double>(conns.at("kernel_timestamped_reads").as_int64()) / static_cast<double>(reads) : 0.0;
   const std::vector<double> ps = {50, 99};
   r.ttft_ms = ix::metrics::summarize(ttft, ps, 1000.0);
   r.itl_ms = ix::metrics::summarize(itl, ps, 1000.0);
@@ -486,6 +495,10 @@ int main(int argc, char** argv) {
       client.events_per_s, client.tokens_per_s, client.peak_streams, client.failed,
       client.health.event_loop_lag_p50_ms * 1e3, client.health.event_loop_lag_p99_ms * 1e3,
       client.health.event_loop_lag_max_ms * 1e3, client.health.cpu_utilization * 100);
+  fmt::print(
+      "  read delay after kernel receive (removed from stamps): mean {:.1f} us, max {:.1f} us, {:.0f}% of reads "
+      "kernel-stamped\n",
+      client.read_delay_mean_us, client.read_delay_max_us, client.kernel_stamped_fraction * 100);
   if (raw.events_per_s > 0) {
     fmt::print("ratio ixbench / raw ceiling: {:.2f}\n", client.events_per_s / raw.events_per_s);
   }
@@ -493,8 +506,9 @@ int main(int argc, char** argv) {
 
   // Phase 3: accuracy against an exact schedule.
   fmt::print("\naccuracy vs sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10 (truth: TTFT 50 ms, ITL 10 ms)\n");
-  fmt::print("{:>12} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "concurrency", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
-             "ITL p99 ms", "loop lag p99 us");
+  fmt::print("{:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14} {:>10}\n", "concurrency", "events/s",
+             "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "loop lag p99 us", "read dly mean us",
+             "failures");
   size_t pos = 0;
   while (pos < f.accuracy.size()) {
     size_t end = f.accuracy.find(',', pos);
@@ -509,9 +523,10 @@ int main(int argc, char** argv) {
       fixed_url = fixed->url();
     }
     ClientResult acc = run_client(*ix::http::Url::parse(fixed_url), f, c, 100, 2 * c, 1e9);
-    fmt::print("{:>12} {:>14.3f} {:>14.3f} {:>14.3f} {:>14.3f} {:>14.1f}\n", c, acc.ttft_ms.percentiles[0].second,
-               acc.ttft_ms.percentiles[1].second, acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
-               acc.health.event_loop_lag_p99_ms * 1e3);
+    fmt::print("{:>12} {:>12.0f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.1f} {:>14.1f} {:>10}\n", c,
+               acc.events_per_s, acc.ttft_ms.percentiles[0].second, acc.ttft_ms.percentiles[1].second,
+               acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
+               acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.failed);
   }
   return 0;
 }
