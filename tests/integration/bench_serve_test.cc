@@ -229,6 +229,25 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   EXPECT_LT(num(run.result, "completed") + num(run.result, "failed"), 400);
 }
 
+TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
+  auto server = start_server({"--tp", "8", "--spec-decoding", "mtp", "--acceptance-length", "2.5"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "server_view",
+                   {"--backend", "openai-chat", "--random-input-len", "200", "--random-output-len", "40",
+                    "--max-concurrency", "4", "--num-prompts", "16", "--spec-acceptance-length", "2.5", "--profile"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  const auto& server_view = run.result.at("server_metrics").as_object();
+  EXPECT_NEAR(num(server_view, "spec_decode_acceptance_length"), 2.5, 0.35);
+  EXPECT_EQ(num(server_view, "configured_acceptance_length"), 2.5);
+  EXPECT_TRUE(server_view.contains("prefix_cache_hit_rate"));
+  // The chat template's overhead is subtracted: the server saw exactly the drawn prompt lengths
+  // and generated exactly what the client counted.
+  EXPECT_EQ(num(server_view, "prompt_tokens"), num(run.result, "total_input_tokens"));
+  EXPECT_EQ(num(server_view, "generation_tokens"), num(run.result, "total_output_tokens"));
+  EXPECT_EQ(num(run.result, "profile_start"), 200);
+  EXPECT_EQ(num(run.result, "profile_stop"), 200);
+}
+
 TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
   auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
   ASSERT_TRUE(server);
