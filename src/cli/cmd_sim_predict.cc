@@ -61,6 +61,7 @@ std::string table(const std::vector<sim::PredictPoint>& points) {
 int run_predict(const PredictFlags& flags) {
   auto config = engine_config_from_flags(flags.engine);
   sim::PredictOptions options;
+  options.concurrencies.clear();
   std::string row_text = flags.row;
   if (!flags.row_file.empty()) {
     std::ifstream in(flags.row_file);

@@ -1,0 +1,130 @@
+// `ixbench sim predict` and `ixbench sim calibrate` through the real binary.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <fstream>
+#include <string>
+
+#include "support/subprocess.h"
+
+namespace ix::testing {
+namespace {
+
+boost::json::object parse_object(const std::string& text) {
+  boost::system::error_code ec;
+  auto value = boost::json::parse(text, ec);
+  EXPECT_FALSE(ec) << text.substr(0, 400);
+  return value.is_object() ? value.as_object() : boost::json::object{};
+}
+
+TEST(SimPredict, PrintsOneSpecResultPerConcurrency) {
+  auto result = run_ixbench({"sim", "predict", "--model", "deepseek-ai/DeepSeek-R1-0528", "--hardware", "h200", "--tp",
+                             "8", "--framework", "sglang", "--isl", "1024", "--osl", "128", "--conc", "1,4,16"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto out = parse_object(result.out);
+  ASSERT_TRUE(out.contains("engine"));
+  EXPECT_EQ(out.at("engine").at("model").as_string(), "deepseek-r1");
+  EXPECT_FALSE(out.at("engine").at("calibration_group").as_string().empty());
+  const auto& results = out.at("results").as_array();
+  ASSERT_EQ(results.size(), 3u);
+  const int64_t expected_conc[] = {1, 4, 16};
+  double previous_tpot = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i].as_object();
+    EXPECT_EQ(r.at("max_concurrency").as_int64(), expected_conc[i]);
+    EXPECT_EQ(r.at("num_prompts").as_int64(), 10 * r.at("max_concurrency").as_int64());
+    EXPECT_EQ(r.at("model_id").as_string(), "deepseek-ai/DeepSeek-R1-0528");
+    for (const char* key : {"median_ttft_ms", "median_tpot_ms", "median_itl_ms", "median_e2el_ms", "p99_ttft_ms",
+                            "total_token_throughput", "tput_per_gpu", "median_intvty"})
+      EXPECT_TRUE(r.contains(key)) << key;
+    EXPECT_GT(r.at("median_tpot_ms").as_double(), previous_tpot);
+    previous_tpot = r.at("median_tpot_ms").as_double();
+  }
+}
+
+TEST(SimPredict, AcceptsASweepRowAndPrintsATable) {
+  const std::string row =
+      R"({"image": "x", "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp4",
+          "framework": "sglang", "runner": "mi355x", "isl": 1024, "osl": 256, "tp": 4, "pp": 1, "dcp-size": 1,
+          "pcp-size": 1, "conc": 4, "max-model-len": 2304, "ep": 1, "dp-attn": false, "spec-decoding": "none",
+          "exp-name": "dsr1_1k1k", "disagg": false, "run-eval": false})";
+  auto result = run_ixbench({"sim", "predict", "--row", row, "--format", "table"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("tpot_p50_ms"), std::string::npos);
+  EXPECT_NE(result.out.find("\n     4 "), std::string::npos) << result.out;
+}
+
+TEST(SimPredict, SameSeedIsByteIdenticalApartFromTheDate) {
+  std::vector<std::string> args = {"sim",   "predict", "--hardware",      "b200", "--precision", "fp4",
+                                   "--tp",  "4",       "--spec-decoding", "mtp",  "--isl",       "1024",
+                                   "--osl", "64",      "--conc",          "8",    "--seed",      "3"};
+  auto a = run_ixbench(args), b = run_ixbench(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto strip = [](boost::json::object o) {
+    for (auto& r : o.at("results").as_array()) r.as_object().erase("date");
+    return boost::json::serialize(o);
+  };
+  EXPECT_EQ(strip(parse_object(a.out)), strip(parse_object(b.out)));
+}
+
+TEST(SimPredict, UnknownModelListsKnownOnesAndExitsOne) {
+  auto result = run_ixbench({"sim", "predict", "--model", "gpt-9", "--isl", "128", "--osl", "16", "--conc", "1"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("unknown model 'gpt-9'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("deepseek-r1"), std::string::npos);
+  EXPECT_NE(result.err.find("models.json"), std::string::npos);
+}
+
+TEST(SimPredict, BadInputsAreErrorsNotCrashes) {
+  auto no_conc = run_ixbench({"sim", "predict", "--isl", "128", "--osl", "16"});
+  EXPECT_EQ(no_conc.exit_code, 1);
+  EXPECT_NE(no_conc.err.find("--conc"), std::string::npos);
+  auto bad_flag = run_ixbench({"sim", "predict", "--tp", "eight"});
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  auto bad_row = run_ixbench({"sim", "predict", "--row", "{not json"});
+  EXPECT_EQ(bad_row.exit_code, 1);
+  auto does_not_fit =
+      run_ixbench({"sim", "predict", "--hardware", "h100", "--tp", "2", "--isl", "128", "--osl", "16", "--conc", "1"});
+  EXPECT_EQ(does_not_fit.exit_code, 1);
+  EXPECT_NE(does_not_fit.err.find("does not fit"), std::string::npos);
+  auto half_disagg =
+      run_ixbench({"sim", "predict", "--prefill-workers", "1", "--isl", "128", "--osl", "16", "--conc", "1"});
+  EXPECT_EQ(half_disagg.exit_code, 1);
+}
+
+TEST(SimCalibrate, MissingCsvIsAnError) {
+  auto result = run_ixbench({"sim", "calibrate", "--csv", "/nonexistent/measured.csv"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("cannot open"), std::string::npos);
+}
+
+TEST(SimCalibrate, FitsASmallMeasuredFile) {
+  const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
+  // The h200 SGLang/TRT single-node 1k1k rows at low concurrency: a quick fit end to end.
+  const std::string subset = ::testing::TempDir() + "/ix_sim_subset.csv";
+  {
+    std::ifstream in(csv);
+    std::ofstream out(subset);
+    std::string line;
+    std::getline(in, line);
+    out << line << "\n";
+    int kept = 0;
+    while (std::getline(in, line) && kept < 12)
+      if (line.rfind("h200,", 0) == 0 && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos) {
+        out << line << "\n";
+        ++kept;
+      }
+  }
+  const std::string out_path = ::testing::TempDir() + "/ix_sim_calibration.json";
+  auto result =
+      run_ixbench({"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--quiet"}, "", 120);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("| h200 |"), std::string::npos) << result.out;
+  std::ifstream written(out_path);
+  std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"hardware\": \"h200\""), std::string::npos) << text.substr(0, 300);
+}
+
+}  // namespace
+}  // namespace ix::testing
