@@ -360,9 +360,9 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   o.max_concurrency = concurrency;
   o.warmups.assign(static_cast<size_t>(concurrency), {8, 4});
   o.measured.assign(static_cast<size_t>(prompts), {8, output_len});
-  o.prompt = [](size_t, int64_t* waited) -> ix::Result<const std::string*> {
+  o.prompt = [](size_t, int64_t* waited) -> ix::Result<std::string> {
     *waited = 0;
-    return &prompt;
+    return prompt;
   };
   o.scrape_server_metrics = false;
   o.request_timeout_ns = 600'000'000'000;

@@ -235,7 +235,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;
   run.measured = shapes->measured;
-  run.prompt = [&prefetcher](size_t k, int64_t* waited) { return prefetcher.get(k, waited); };
+  run.prompt = [&prefetcher](size_t k, int64_t* waited) { return prefetcher.take(k, waited); };
   run.max_concurrency = o.max_concurrency;
   run.request_rate = request_rate;
   run.burstiness = o.burstiness;

@@ -305,7 +305,7 @@ class Worker {
       }
     }
     openai::CompletionRequest cr{.model = o.model,
-                                 .prompt = **prompt,
+                                 .prompt = std::move(*prompt),
                                  .max_tokens = shape.output_len,
                                  .ignore_eos = o.ignore_eos,
                                  .temperature = 0.0,

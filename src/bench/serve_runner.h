@@ -73,9 +73,9 @@ struct ServeRunnerOptions {
 
   std::vector<workload::RequestShape> warmups;
   std::vector<workload::RequestShape> measured;
-  // Prompt text for send position k (0..warmups-1 = warmups, then measured); thread-safe; may
-  // block, reporting the wait in *waited_ns.
-  std::function<Result<const std::string*>(size_t k, int64_t* waited_ns)> prompt;
+  // Prompt text for send position k (0..warmups-1 = warmups, then measured), asked for once per
+  // k; thread-safe; may block, reporting the wait in *waited_ns.
+  std::function<Result<std::string>(size_t k, int64_t* waited_ns)> prompt;
 
   std::optional<int64_t> max_concurrency;
   double request_rate = std::numeric_limits<double>::infinity();

@@ -63,12 +63,13 @@ Result<std::string> RandomDataset::prompt(size_t index, int64_t tokens) const {
 }
 
 PromptPrefetcher::PromptPrefetcher(const RandomDataset& dataset, std::vector<std::pair<size_t, int64_t>> order,
-                                   int threads)
+                                   int threads, size_t lookahead)
     : dataset_(dataset),
       order_(std::move(order)),
       prompts_(order_.size()),
       errors_(order_.size()),
-      ready_(std::make_unique<std::atomic<uint8_t>[]>(order_.size())) {
+      ready_(std::make_unique<std::atomic<uint8_t>[]>(order_.size())),
+      lookahead_(std::max<size_t>(lookahead, 1)) {
   for (size_t i = 0; i < order_.size(); ++i) ready_[i].store(0, std::memory_order_relaxed);
   threads = std::max(1, threads);
   for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { work(); });
@@ -83,6 +84,11 @@ void PromptPrefetcher::work() {
   while (!stop_.load(std::memory_order_relaxed)) {
     const size_t k = next_.fetch_add(1);
     if (k >= order_.size()) return;
+    while (k >= asked_.load(std::memory_order_acquire) + lookahead_) {
+      if (stop_.load(std::memory_order_relaxed)) return;
+      std::unique_lock lock(mutex_);
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+    }
     auto text = dataset_.prompt(order_[k].first, order_[k].second);
     if (text) {
       prompts_[k] = std::move(*text);
@@ -98,6 +104,13 @@ void PromptPrefetcher::work() {
 Result<const std::string*> PromptPrefetcher::get(size_t k, int64_t* waited_ns) {
   if (waited_ns) *waited_ns = 0;
   if (k >= order_.size()) return fail(ErrorCode::kInternal, "prompt index out of range");
+  size_t asked = asked_.load(std::memory_order_relaxed);
+  while (k + 1 > asked && !asked_.compare_exchange_weak(asked, k + 1)) {
+  }
+  if (k + 1 > asked) {
+    { std::lock_guard lock(mutex_); }
+    cv_.notify_all();
+  }
   if (!ready_[k].load(std::memory_order_acquire)) {
     const int64_t t0 = SteadyClock().now_ns();
     std::unique_lock lock(mutex_);
@@ -106,6 +119,12 @@ Result<const std::string*> PromptPrefetcher::get(size_t k, int64_t* waited_ns) {
   }
   if (errors_[k]) return std::unexpected(*errors_[k]);
   return &prompts_[k];
+}
+
+Result<std::string> PromptPrefetcher::take(size_t k, int64_t* waited_ns) {
+  auto p = get(k, waited_ns);
+  if (!p) return std::unexpected(p.error());
+  return std::move(prompts_[k]);
 }
 
 Result<void> PromptPrefetcher::wait_for_first(size_t k) {

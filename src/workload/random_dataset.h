@@ -78,12 +78,15 @@ class RandomDataset {
 };
 
 // Generates prompts ahead of the send schedule on background threads, in the order they will be
-// sent, so synthesis never sits on the send path. get(i) returns at once when prompt i is ready
-// (the normal case) and otherwise waits, reporting the wait so the runner can flag it.
+// sent, so synthesis never sits on the send path. get(k)/take(k) return at once when prompt k is
+// ready (the normal case) and otherwise wait, reporting the wait so the runner can flag it. At
+// most `lookahead` prompts beyond the highest one asked for are made, so memory stays bounded
+// for long runs (take() releases a prompt once it has been sent).
 class PromptPrefetcher {
  public:
   // order[k] = (global index, tokens) of the k-th prompt to be sent.
-  PromptPrefetcher(const RandomDataset& dataset, std::vector<std::pair<size_t, int64_t>> order, int threads);
+  PromptPrefetcher(const RandomDataset& dataset, std::vector<std::pair<size_t, int64_t>> order, int threads,
+                   size_t lookahead = 65536);
   ~PromptPrefetcher();
   PromptPrefetcher(const PromptPrefetcher&) = delete;
   PromptPrefetcher& operator=(const PromptPrefetcher&) = delete;
@@ -91,6 +94,8 @@ class PromptPrefetcher {
   // Blocks until the prompt at position k of `order` is ready. `waited_ns` (optional) receives
   // the time spent waiting. Errors: the synthesis error of that prompt.
   Result<const std::string*> get(size_t k, int64_t* waited_ns = nullptr);
+  // Like get(), but moves the prompt out (each k may be taken once).
+  Result<std::string> take(size_t k, int64_t* waited_ns = nullptr);
   // Waits for the first `k` prompts (startup: what must exist before the clock starts).
   Result<void> wait_for_first(size_t k);
   size_t ready_count() const;
@@ -104,6 +109,8 @@ class PromptPrefetcher {
   std::vector<std::optional<Error>> errors_;
   std::unique_ptr<std::atomic<uint8_t>[]> ready_;
   std::atomic<size_t> next_{0};
+  std::atomic<size_t> asked_{0};  // one past the highest k asked for
+  size_t lookahead_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -107,9 +107,9 @@ ServeRunnerOptions base_options(const http::Url& url, size_t measured, int64_t o
   o.base = url;
   o.model = "m";
   o.measured.assign(measured, {4, output_len});
-  o.prompt = [](size_t, int64_t* waited) -> Result<const std::string*> {
+  o.prompt = [](size_t, int64_t* waited) -> Result<std::string> {
     *waited = 0;
-    return &prompt;
+    return prompt;
   };
   o.scrape_server_metrics = false;
   o.request_timeout_ns = 10'000'000'000;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tokenizer/chat_template.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
@@ -105,6 +108,21 @@ TEST_F(RandomDatasetTest, PrefetcherServesPromptsInSendOrder) {
     auto p = prefetcher.get(k);
     ASSERT_TRUE(p.has_value());
     EXPECT_EQ(**p, *dataset.prompt(order[k].first, order[k].second));
+  }
+}
+
+TEST_F(RandomDatasetTest, PrefetcherLookaheadIsBoundedAndTakeMovesPromptsOut) {
+  RandomDataset dataset(*synth_, PromptFormat::kPlain, std::nullopt, 9);
+  std::vector<std::pair<size_t, int64_t>> order;
+  for (size_t i = 0; i < 100; ++i) order.emplace_back(i, 8);
+  PromptPrefetcher prefetcher(dataset, order, 2, /*lookahead=*/8);
+  ASSERT_TRUE(prefetcher.wait_for_first(1).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LE(prefetcher.ready_count(), 1u + 8u);
+  for (size_t k = 0; k < order.size(); ++k) {
+    auto p = prefetcher.take(k);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(*p, *dataset.prompt(k, 8));
   }
 }
 
