@@ -414,6 +414,9 @@ int main(int argc, char** argv) {
         established, open_now, options.max_tokens, static_cast<double>(load.token_events()) / elapsed,
         static_cast<double>(load.completed()) / elapsed, static_cast<double>(load.bytes()) / elapsed / 1e6,
         load.errors(), load.framing_errors());
+    double events_per_s = static_cast<double>(load.token_events()) / elapsed;
+    fmt::print("vs targets: {:.2f}x the 10,000 concurrent streams, {:.2f}x the 1,000,000 token events/s\n",
+               established / 10000.0, events_per_s / 1e6);
     fmt::print("cpu: server {:.2f} cores, load generator {:.2f} cores; server RSS {:.1f} MiB\n", server_cpu / elapsed,
                client_cpu / elapsed, static_cast<double>(rss_bytes(server.pid)) / (1 << 20));
     stop_child(server);

@@ -221,6 +221,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       return false;
     }
     pending_.erase(0, parsed.consumed);
+    if (pending_.empty()) std::string().swap(pending_);  // idle connections keep no buffer
     continue_sent_ = false;
     request_.received_ns = steady_now_ns();
     ++timer_generation_;
@@ -258,9 +259,12 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       write_final();
       return;
     }
+    // The handler copied what it needs; a long-lived stream should not keep the request around.
+    version_minor_ = request_.version_minor;
+    request_ = ServerRequest();
     source_ = std::move(response.source);
     buffered_ = response.body_mode == BodyMode::kBuffered;
-    chunked_ = !buffered_ && request_.version_minor >= 1;
+    chunked_ = !buffered_ && version_minor_ >= 1;
     if (!buffered_ && !chunked_) keep_alive_ = false;  // HTTP/1.0: the body ends at close
     status_ = response.status;
     if (buffered_) {
@@ -269,7 +273,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       body_.clear();
     } else {
       head_ = make_head(response.status, response.content_type, response.headers, std::nullopt, chunked_, !keep_alive_,
-                        request_.version_minor);
+                        version_minor_);
     }
     state_ = State::kStreaming;
     wait_readable();  // notice a peer that goes away mid-stream
@@ -294,8 +298,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
         close();
         return;
       }
-      write_buf_ =
-          make_head(status_, content_type_, extra_headers_, body_.size(), false, !keep_alive_, request_.version_minor);
+      write_buf_ = make_head(status_, content_type_, extra_headers_, body_.size(), false, !keep_alive_, version_minor_);
       write_buf_ += body_;
       body_ = std::string();
       write_final();
@@ -454,6 +457,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   bool chunked_ = true;
   bool head_sent_ = false;
   int status_ = 200;
+  int version_minor_ = 1;
   std::string content_type_;
   std::vector<HeaderField> extra_headers_;
   std::string head_;

@@ -212,6 +212,7 @@ class CompletionSource final : public http::BodySource {
       }
       if (spec_.faults.drop_after != 0 && events_sent_ == spec_.faults.drop_after) {
         cancel_engine();
+        ended_ = true;
         state_.metrics.count_finished(sim::FinishReason::kAbort);
         return {PullStatus::kAbort, 0};
       }
