@@ -419,6 +419,10 @@ int main(int argc, char** argv) {
                established / 10000.0, events_per_s / 1e6);
     fmt::print("cpu: server {:.2f} cores, load generator {:.2f} cores; server RSS {:.1f} MiB\n", server_cpu / elapsed,
                client_cpu / elapsed, static_cast<double>(rss_bytes(server.pid)) / (1 << 20));
+    std::ifstream loadavg("/proc/loadavg");
+    std::string load_1min;
+    loadavg >> load_1min;
+    fmt::print("machine load average (1 min) during the run: {} (other processes share these cores)\n", load_1min);
     stop_child(server);
   }
 
