@@ -1,11 +1,59 @@
 #!/usr/bin/env bash
-# The main job. Installs prerequisites, builds ixbench, and runs what exists of the pipeline.
-# (Grows into: a sweep on the embedded simulator ending in a report, as the simulator and the
-# benchmark client land.)
+# The main job, until the orchestrator (`ixbench run`) lands: installs prerequisites, builds
+# ixbench, starts the embedded engine simulator as an OpenAI-compatible server, drives a short
+# fixed-length concurrency sweep against it with the benchmark client, and ends with the results
+# table (measured through HTTP) next to the simulator's own virtual-time prediction.
+#
+# Environment overrides: IXBENCH_MAIN_CONCS (default "1 4 16 64"), IXBENCH_MAIN_ISL (1024),
+# IXBENCH_MAIN_OSL (128), IXBENCH_MAIN_OUT (out/main).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-scripts/build.sh release >/dev/null
-bin=build/release/src/cli/ixbench
+if [[ ! -f build/release/build.ninja ]]; then cmake --preset release >/dev/null; fi
+cmake --build --preset release --target ixbench >/dev/null
+bin=$PWD/build/release/src/cli/ixbench
+
+concs=${IXBENCH_MAIN_CONCS:-"1 4 16 64"}
+isl=${IXBENCH_MAIN_ISL:-1024}
+osl=${IXBENCH_MAIN_OSL:-128}
+out=${IXBENCH_MAIN_OUT:-out/main}
+engine=(--model deepseek-ai/DeepSeek-R1-0528 --hardware h200 --precision fp8 --framework sglang --tp 8)
+gpus=8
+
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.jsonl "$out"/predicted/*.json
 "$bin" --version
-"$bin" --help
+
+# The server prints "listening on http://127.0.0.1:<port>" once it accepts connections.
+server_log="$out/server.log"
+coproc SERVER { exec "$bin" sim serve "${engine[@]}" --port 0 2>"$server_log"; }
+server_pid=$SERVER_PID
+trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
+if ! read -r -t 30 line <&"${SERVER[0]}"; then
+  echo "main: the simulator did not start; its log:" >&2
+  cat "$server_log" >&2
+  exit 1
+fi
+url=${line#listening on }
+echo "main: simulator (${engine[*]}) at $url"
+
+for conc in $concs; do
+  echo "main: concurrency $conc: $((5 * conc)) requests of ${isl}/${osl} tokens"
+  "$bin" bench serve --base-url "$url" --backend vllm --model deepseek-ai/DeepSeek-R1-0528 \
+    --random-input-len "$isl" --random-output-len "$osl" --max-concurrency "$conc" \
+    --num-prompts $((5 * conc)) --num-warmups "$conc" --server-pid "$server_pid" --no-progress \
+    --save-result --result-dir "$out" --result-filename "measured_conc${conc}.json" >"$out/bench_conc${conc}.log" ||
+    echo "main: concurrency $conc did not pass its checks (result kept, see the table and $out/bench_conc${conc}.log)"
+done
+
+"$bin" sim predict "${engine[@]}" --isl "$isl" --osl "$osl" --conc ${concs// /,} \
+  --result-dir "$out/predicted" >/dev/null
+
+echo
+echo "Measured through HTTP (ixbench bench serve -> ixbench sim serve), ${isl}/${osl} tokens, DeepSeek-R1 FP8 on 8x H200 (simulated):"
+"$bin" report table "$out"/measured_conc*.json --gpus "$gpus"
+echo
+echo "Predicted in virtual time (ixbench sim predict, same engine):"
+"$bin" report table "$out"/predicted/*.json --gpus "$gpus"
+echo
+echo "main: raw results in $out/"
