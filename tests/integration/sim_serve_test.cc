@@ -86,6 +86,33 @@ TEST(SimServe, CostModelIsTheDefaultEngine) {
   EXPECT_NE(metrics.find("vllm:generation_tokens_total{model_name=\"deepseek-r1\"}"), std::string::npos);
 }
 
+TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
+  auto server = start({"--model", "deepseek-r1", "--hardware", "b200", "--tp", "8", "--spec-decoding", "mtp",
+                       "--acceptance-length", "2.5", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  std::string ids;
+  for (int index = 0; index < 400; ++index) ids += (index ? "," : "") + std::to_string(1000 + index);
+  std::string body = R"({"prompt":[)" + ids +
+                     R"(],"max_tokens":40,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})";
+  auto first = request(*server, make_post("/v1/completions", body));
+  auto second = request(*server, make_post("/v1/completions", body));
+  auto first_lines = sse_data_lines(first.body);
+  auto second_lines = sse_data_lines(second.body);
+  ASSERT_GE(first_lines.size(), 3u);
+  ASSERT_GE(second_lines.size(), 3u);
+  EXPECT_NE(first_lines[first_lines.size() - 2].find("\"cached_tokens\":0}"), std::string::npos);
+  // The second request finds the first one's full KV blocks in the prefix cache.
+  EXPECT_EQ(second_lines[second_lines.size() - 2].find("\"cached_tokens\":0}"), std::string::npos)
+      << second_lines[second_lines.size() - 2];
+  EXPECT_NE(second_lines[second_lines.size() - 2].find("\"completion_tokens\":40"), std::string::npos);
+  // Speculative decoding: steps emit several tokens, so there are fewer events than tokens.
+  EXPECT_LT(first_lines.size() - 2, 40u);
+  auto metrics = request(*server, make_get("/metrics")).body;
+  EXPECT_EQ(metrics.find("vllm:prefix_cache_hits_total{model_name=\"deepseek-r1\"} 0.0"), std::string::npos);
+  EXPECT_EQ(metrics.find("vllm:spec_decode_num_accepted_tokens_total{model_name=\"deepseek-r1\"} 0.0"),
+            std::string::npos);
+}
+
 TEST(SimServe, FaultFlagsReachTheServer) {
   auto server = start({"--no-delay", "--tokenizer", "none", "--fault-seed", "3", "--fault-error-rate", "1",
                        "--fault-error-codes", "429", "--fault-health-delay-ms", "60000"});
