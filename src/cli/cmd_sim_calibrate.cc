@@ -18,6 +18,7 @@ struct CalibrateFlags {
   int32_t iterations = 2;
   int32_t max_prompts = 200;
   bool quiet = false;
+  std::string residuals_csv;
 };
 
 int run_calibrate(const CalibrateFlags& flags) {
@@ -35,6 +36,18 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (!report) return report_error(report.error());
   if (!flags.out.empty()) {
     if (auto ok = json::write_file(flags.out, report->table.to_json()); !ok) return report_error(ok.error());
+  }
+  if (!flags.residuals_csv.empty()) {
+    std::string text =
+        "line,hardware,framework,precision,series,conc,fitted,measured_ttft_s,predicted_ttft_s,measured_tpot_s,"
+        "predicted_tpot_s,measured_tput_per_gpu,predicted_tput_per_gpu\n";
+    for (const auto& r : report->residuals) {
+      const auto& p = *r.point;
+      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.line, p.hardware, p.framework, p.precision,
+                          p.series, p.conc, r.fitted ? 1 : 0, p.ttft_s, r.ttft_s, p.tpot_s, r.tpot_s, p.tput_per_gpu,
+                          r.tput_per_gpu);
+    }
+    if (auto ok = json::write_file(flags.residuals_csv, text); !ok) return report_error(ok.error());
   }
   std::cout << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
   for (const auto& line : report->skipped) std::cout << "  skipped " << line << "\n";
@@ -64,6 +77,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--iterations", flags->iterations, "simulate-and-refit rounds")->capture_default_str();
   cmd->add_option("--max-prompts", flags->max_prompts, "cap on simulated requests per point (at least 1.5 x conc)")
       ->capture_default_str();
+  cmd->add_option("--residuals-csv", flags->residuals_csv, "write measured vs predicted values per point here");
   cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
   registry.on_run(cmd, [flags] { return run_calibrate(*flags); });
 }

@@ -35,7 +35,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.enable_prefix_caching,
                "hash-chained prefix caching (default on)");
   app.add_option("--gpu-memory-utilization,--gpu-mem-util", c.gpu_memory_utilization,
-                 "fraction of HBM for weights + KV cache")
+                 "fraction of HBM for weights + KV cache (0 = framework default: vllm 0.9, others 0.95)")
       ->capture_default_str();
   app.add_option("--num-gpu-blocks-override", c.num_gpu_blocks_override, "KV blocks per rank (0 = from memory)")
       ->capture_default_str();

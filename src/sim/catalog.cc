@@ -103,7 +103,7 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
   spec.name = lower(reader.text("name"));
   spec.aliases = reader.strings("aliases");
   spec.vendor = reader.text("vendor");
-  spec.hbm_bytes = reader.number("hbm_gb") * 1e9;
+  spec.hbm_bytes = reader.number("hbm_gib") * 1073741824.0;
   spec.hbm_bandwidth_bytes_per_s = reader.number("hbm_bandwidth_tb_s") * 1e12;
   spec.peak_bf16_flops = reader.number("peak_bf16_tflops") * 1e12;
   spec.peak_fp8_flops = reader.number("peak_fp8_tflops") * 1e12;

@@ -23,7 +23,7 @@ double kv_element_bytes(const std::string& precision) {
 
 constexpr double kActivationBytes = 2.0;  // bf16 activations on the wire
 constexpr double kDispatchBytes = 1.5;    // fp8 dispatch + bf16 combine, averaged
-constexpr double kActivationReserveFraction = 0.04;
+constexpr double kActivationReserveFraction = 0.02;
 
 // Expected distinct experts touched when `tokens` tokens each pick k of E.
 double distinct_experts(double tokens, double experts, double k) {

@@ -133,9 +133,10 @@ Result<void> validate(const EngineConfig& config) {
   if (config.block_size < 1 || config.block_size > 4096)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--block-size must be in [1, 4096], got {}", config.block_size));
-  if (!(config.gpu_memory_utilization > 0 && config.gpu_memory_utilization <= 1))
+  if (!(config.gpu_memory_utilization >= 0 && config.gpu_memory_utilization <= 1))
     return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--gpu-memory-utilization must be in (0, 1], got {}", config.gpu_memory_utilization));
+                fmt::format("--gpu-memory-utilization must be in (0, 1] (0 = framework default), got {}",
+                            config.gpu_memory_utilization));
   if (config.num_gpu_blocks_override < 0)
     return fail(ErrorCode::kInvalidArgument, "--num-gpu-blocks-override must be >= 0");
   if (config.max_model_len < 0) return fail(ErrorCode::kInvalidArgument, "--max-model-len must be >= 0");
@@ -194,6 +195,8 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
                   fmt::format("--acceptance-length {} must be in [1, 1 + num-spec-tokens = {}]",
                               engine.acceptance_length, 1 + engine.num_spec_tokens));
   }
+  if (engine.config.gpu_memory_utilization <= 0)
+    engine.config.gpu_memory_utilization = engine.family == FrameworkFamily::kVllm ? 0.9 : 0.95;
   engine.max_model_len = config.max_model_len > 0 ? config.max_model_len : engine.model.max_position_embeddings;
   return engine;
 }

@@ -60,7 +60,9 @@ struct EngineConfig {
   int32_t long_prefill_token_threshold = 0;  // 0 = no per-request cap below the token budget
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
-  double gpu_memory_utilization = 0.9;
+  // Fraction of HBM for weights + KV cache; 0 = the framework's default (vLLM 0.9; SGLang, TRT-LLM
+  // and ATOM size their pools to ~0.95 of memory).
+  double gpu_memory_utilization = 0.0;
   int32_t num_gpu_blocks_override = 0;  // KV blocks per rank (0 = from memory, as vLLM's flag)
   int32_t max_model_len = 0;            // 0 = the model's max_position_embeddings
   uint64_t seed = 0;

@@ -460,7 +460,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       inst.stage = stage;
       inst.cost = std::make_unique<CostModel>(engine.model, engine.hardware, engine.efficiency, config.precision,
                                               stage == Stage::kPrefill ? 0 : engine.num_spec_tokens, topology);
-      const double capacity_tokens = inst.cost->kv_capacity_tokens(config.gpu_memory_utilization);
+      const double capacity_tokens = inst.cost->kv_capacity_tokens(engine.config.gpu_memory_utilization);
       const int64_t blocks = config.num_gpu_blocks_override > 0 ? config.num_gpu_blocks_override
                              : capacity_tokens > 0              ? int64_t(capacity_tokens / config.block_size)
                                                                 : 0;
@@ -470,7 +470,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                 "{:.0f} GB at gpu-memory-utilization {}; use more GPUs (--tp) or a lower precision",
                                 engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
-                                config.gpu_memory_utilization));
+                                engine.config.gpu_memory_utilization));
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)
         inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,
