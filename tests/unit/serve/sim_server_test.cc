@@ -286,20 +286,24 @@ TEST(SimServer, FixedScheduleTimingOverHttp) {
   ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":6,"stream":true})")));
   auto response = client->read_response();
   ASSERT_TRUE(response && response->complete);
-  // One chunk per token event (they are due 50 ms apart), the last carrying [DONE] too.
-  ASSERT_EQ(response->chunks.size(), 6u);
-  double ttft_ms = static_cast<double>(response->chunk_times_ns[0] - sent) / 1e6;
-  EXPECT_GE(ttft_ms, 195.0);
-  EXPECT_LT(ttft_ms, 400.0);
-  for (size_t index = 1; index < response->chunks.size(); ++index) {
-    double gap_ms = static_cast<double>(response->chunk_times_ns[index] - response->chunk_times_ns[index - 1]) / 1e6;
-    EXPECT_GT(gap_ms, 25.0) << index;
-    EXPECT_LT(gap_ms, 150.0) << index;
+  ASSERT_EQ(sse_data_lines(response->body).size(), 7u);
+  // Token i is due 200 + 50 i ms after receipt and is never sent earlier. (A loaded machine may
+  // send it late, together with the next one, and then the next gap is shorter: the schedule is
+  // absolute.) Each chunk is checked against the last token it carries.
+  int tokens_so_far = 0;
+  for (size_t index = 0; index < response->chunks.size(); ++index) {
+    const std::string& chunk = response->chunks[index];
+    for (size_t pos = chunk.find("data: {"); pos != std::string::npos; pos = chunk.find("data: {", pos + 1)) {
+      ++tokens_so_far;
+    }
+    double arrival_ms = static_cast<double>(response->chunk_times_ns[index] - sent) / 1e6;
+    EXPECT_GE(arrival_ms, 200.0 + 50.0 * (tokens_so_far - 1) - 2.0) << index;
   }
-  // Absolute schedule: the last token lands at ttft + 5 itl, whatever the individual gaps.
+  EXPECT_EQ(tokens_so_far, 6);
+  double ttft_ms = static_cast<double>(response->chunk_times_ns[0] - sent) / 1e6;
+  EXPECT_LT(ttft_ms, 600.0);
   double last_ms = static_cast<double>(response->chunk_times_ns.back() - sent) / 1e6;
-  EXPECT_GE(last_ms, 445.0);
-  EXPECT_LT(last_ms, 650.0);
+  EXPECT_LT(last_ms, 1000.0);
 }
 
 TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
