@@ -5,6 +5,8 @@
 #include <pcre2.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace ix::tok {
 namespace {
@@ -12,6 +14,36 @@ namespace {
 // Unicode White_Space (what Oniguruma's \s matches), as class items.
 constexpr std::string_view kWhiteSpaceItems =
     "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+// Where Oniguruma (Unicode 16, what HF's regexes see) and PCRE2 10.42 (Unicode 14) disagree on a
+// general-category class; generated from the oracle by tests/oracle/gen_unicode_delta.py.
+struct ClassDelta {
+  std::string_view name;
+  std::vector<std::pair<char32_t, char32_t>> added;
+  std::vector<std::pair<char32_t, char32_t>> removed;
+};
+const std::vector<ClassDelta>& class_deltas() {
+  static const std::vector<ClassDelta> deltas = {
+#include "tokenizer/unicode_delta.inc"
+  };
+  return deltas;
+}
+
+const ClassDelta* find_delta(std::string_view name) {
+  for (const auto& d : class_deltas()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+std::string class_items(const std::vector<std::pair<char32_t, char32_t>>& ranges) {
+  std::string out;
+  for (const auto& [lo, hi] : ranges) {
+    out += fmt::format("\\x{{{:X}}}", static_cast<uint32_t>(lo));
+    if (hi != lo) out += fmt::format("-\\x{{{:X}}}", static_cast<uint32_t>(hi));
+  }
+  return out;
+}
 
 // Per-thread match state. Match data sized for a few groups works for every pattern (only the
 // overall match is read); the JIT stack grows the default 32 KiB to 16 MiB so long runs of
@@ -60,6 +92,40 @@ std::string rewrite_whitespace_classes(std::string_view pattern) {
     const char c = pattern[i];
     if (c == '\\' && i + 1 < pattern.size()) {
       const char e = pattern[i + 1];
+      if (e == 'p' || e == 'P') {
+        // \p{X} / \pX: widen to Oniguruma's (newer) Unicode membership of X.
+        std::string_view name;
+        size_t next = i + 2;
+        if (next < pattern.size() && pattern[next] == '{') {
+          const size_t close = pattern.find('}', next);
+          if (close != std::string_view::npos) {
+            name = pattern.substr(next + 1, close - next - 1);
+            next = close + 1;
+          }
+        } else if (next < pattern.size()) {
+          name = pattern.substr(next, 1);
+          next += 1;
+        }
+        const ClassDelta* delta = name.empty() ? nullptr : find_delta(name);
+        const std::string_view original = pattern.substr(i, next - i);
+        if (delta == nullptr || (delta->added.empty() && delta->removed.empty())) {
+          out.append(original);
+        } else if (in_class) {
+          // Inside a class only additions can be expressed (no class uses a class with removals).
+          out.append(original);
+          if (e == 'p') out.append(class_items(delta->added));
+        } else {
+          const std::string positive = fmt::format("\\p{{{}}}{}", name, class_items(delta->added));
+          std::string expr = e == 'p' ? "[" + positive + "]" : "[^" + positive + "]";
+          if (!delta->removed.empty()) {
+            const std::string removed = "[" + class_items(delta->removed) + "]";
+            expr = e == 'p' ? "(?:(?!" + removed + ")" + expr + ")" : "(?:" + removed + "|" + expr + ")";
+          }
+          out.append(expr);
+        }
+        i = next;
+        continue;
+      }
       if (e == 's') {
         if (in_class) {
           out.append(kWhiteSpaceItems);

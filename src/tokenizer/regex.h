@@ -2,9 +2,10 @@
 //
 // HF tokenizers compiles Split patterns with Oniguruma. PCRE2 (UTF + UCP, JIT) agrees on the
 // constructs these patterns use (\p{..} classes, possessive-free backtracking, lookahead, (?i:))
-// except for `\s`: PCRE2's UCP \s also matches U+180E, Oniguruma's is exactly the Unicode
-// White_Space property. compile() therefore rewrites `\s` and `\S` (outside character classes,
-// and `\s` inside them) to that explicit set.
+// except for two things compile() rewrites: `\s`/`\S` (PCRE2's UCP \s also matches U+180E,
+// Oniguruma's is exactly the Unicode White_Space property), and general-category classes
+// (`\p{L}`, `\p{S}`, ...): HF's Oniguruma has Unicode 16 tables, PCRE2 10.42 Unicode 14, so each
+// class gets the code points assigned since (unicode_delta.inc, generated from the oracle).
 //
 // Thread-safety: a compiled Regex is immutable and may be used from many threads at once; match
 // state (match data, JIT stack) is thread-local.

@@ -4,6 +4,7 @@
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/uversion.h>
 
 #include <algorithm>
 #include <atomic>
@@ -88,6 +89,32 @@ const icu::Normalizer2* icu_normalizer(NormalForm form) {
 }
 
 // Applies the normalizers in order; returns a view of `text` itself when nothing changes.
+// HF normalizes with the unicode-normalization-alignments crate, whose tables are Unicode 9.0
+// (probed through the oracle: combining marks from Unicode 10 on are neither reordered nor
+// composed). Canonical data of a character never changes once assigned, so the only difference
+// from ICU is that characters assigned after 9.0 are opaque starters for HF.
+bool unknown_to_hf_normalizer(char32_t cp) {
+  if (cp < 0x0300) return false;  // all assigned by Unicode 9.0
+  UVersionInfo age;
+  u_charAge(static_cast<UChar32>(cp), age);
+  return age[0] > 9;
+}
+
+void icu_normalize(const std::vector<NormalForm>& forms, std::string& text) {
+  for (NormalForm form : forms) {
+    const icu::Normalizer2* normalizer = icu_normalizer(form);
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::StringPiece piece(text.data(), static_cast<int32_t>(text.size()));
+    if (normalizer->isNormalizedUTF8(piece, status) && U_SUCCESS(status)) continue;
+    status = U_ZERO_ERROR;
+    std::string next;
+    icu::StringByteSink<std::string> sink(&next);
+    normalizer->normalizeUTF8(0, piece, sink, nullptr, status);
+    if (U_SUCCESS(status)) text = std::move(next);
+  }
+}
+
+// Applies the normalizers in order; returns a view of `text` itself when nothing changes.
 std::string_view normalize(const std::vector<NormalForm>& forms, std::string_view text, std::string& buffer) {
   if (forms.empty()) return text;
   // ASCII is invariant under every normal form.
@@ -99,23 +126,26 @@ std::string_view normalize(const std::vector<NormalForm>& forms, std::string_vie
     }
   }
   if (ascii) return text;
-  std::string current(text);
-  for (NormalForm form : forms) {
-    const icu::Normalizer2* normalizer = icu_normalizer(form);
-    UErrorCode status = U_ZERO_ERROR;
-    if (normalizer->isNormalizedUTF8(icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), status) &&
-        U_SUCCESS(status)) {
-      continue;
-    }
-    status = U_ZERO_ERROR;
-    std::string next;
-    icu::StringByteSink<std::string> sink(&next);
-    normalizer->normalizeUTF8(0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink, nullptr,
-                              status);
-    if (U_SUCCESS(status)) current = std::move(next);
+  // Characters HF's normalizer does not know split the text into independently normalized runs
+  // (a starter that never composes blocks every interaction across it) and are kept as they are.
+  std::string result;
+  size_t run_start = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t at = pos;
+    const char32_t cp = utf8::next_code_point(text, pos);
+    if (!unknown_to_hf_normalizer(cp)) continue;
+    std::string run(text.substr(run_start, at - run_start));
+    icu_normalize(forms, run);
+    result += run;
+    result.append(text.substr(at, pos - at));
+    run_start = pos;
   }
-  if (current == text) return text;
-  buffer = std::move(current);
+  std::string run(text.substr(run_start));
+  icu_normalize(forms, run);
+  result += run;
+  if (result == text) return text;
+  buffer = std::move(result);
   return buffer;
 }
 

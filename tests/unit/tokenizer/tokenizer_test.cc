@@ -135,6 +135,21 @@ TEST(Regex, WhitespaceClassesAreRewrittenToUnicodeWhiteSpace) {
   EXPECT_FALSE(Regex::compile("(unclosed"));
 }
 
+TEST(Regex, CategoryClassesFollowOnigurumasNewerUnicode) {
+  // U+1F6DC (So) and U+31350 (Lo) were assigned in Unicode 15.0, after PCRE2 10.42's tables.
+  size_t s = 0;
+  size_t e = 0;
+  auto symbol = Regex::compile(R"(^ ?[\p{P}\p{S}]+$)");
+  ASSERT_TRUE(symbol);
+  EXPECT_TRUE(symbol->find(" \xF0\x9F\x9B\x9C", 0, s, e));
+  auto letter = Regex::compile(R"(^\p{L}+$)");
+  ASSERT_TRUE(letter);
+  EXPECT_TRUE(letter->find("a\xF0\xB1\x8D\x90", 0, s, e));
+  auto not_letter = Regex::compile(R"(^\P{L}$)");
+  ASSERT_TRUE(not_letter);
+  EXPECT_FALSE(not_letter->find("\xF0\xB1\x8D\x90", 0, s, e));
+}
+
 TEST(Resolve, ModelNamesMapToPackages) {
   if (testing::tokenizer_json("deepseek_v3").empty()) GTEST_SKIP() << "run scripts/bootstrap.sh";
   for (const char* name : {"deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-V4-Pro", "DeepSeek-V3"}) {
