@@ -230,7 +230,7 @@ struct ClientLoop::Impl {
     });
     asio::async_connect(
         conn->socket, *endpoints, [this, ex, conn](const boost::system::error_code& ec, const tcp::endpoint&) {
-          if (ex->done) return;
+          if (ex->done || ex->conn != conn) return;
           if (ec) {
             const std::string why = ex->timed_out ? "connect timed out" : ec.message();
             finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
@@ -253,7 +253,7 @@ struct ClientLoop::Impl {
             conn->tls->set_verify_callback(asio::ssl::host_name_verification(options.target.host));
           conn->tls->async_handshake(
               asio::ssl::stream_base::client, [this, ex, conn](const boost::system::error_code& hec) {
-                if (ex->done) return;
+                if (ex->done || ex->conn != conn) return;
                 if (hec) {
                   finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
                          fmt::format("TLS handshake with {} failed: {}", options.target.origin(), hec.message()), now(),
@@ -282,8 +282,9 @@ struct ClientLoop::Impl {
       });
     }
     ex->sink->on_send(t);
-    auto on_written = [this, ex](const boost::system::error_code& ec, size_t) {
-      if (ex->done) return;
+    // Handlers of a connection the exchange has left (stale keep-alive replaced) are ignored.
+    auto on_written = [this, ex, conn = ex->conn](const boost::system::error_code& ec, size_t) {
+      if (ex->done || ex->conn != conn) return;
       if (ec) {
         io_error(ex, ec, now());
         return;
@@ -302,21 +303,22 @@ struct ClientLoop::Impl {
   void read_more(const std::shared_ptr<Exchange>& ex) {
     Connection& c = *ex->conn;
     if (c.tls) {
-      c.tls->async_read_some(asio::buffer(c.buffer), [this, ex](const boost::system::error_code& ec, size_t n) {
-        const int64_t t = now();
-        if (ex->done) return;
-        if (ec) {
-          io_error(ex, ec, t);
-          return;
-        }
-        if (on_bytes(ex, n, t)) read_more(ex);
-      });
+      c.tls->async_read_some(asio::buffer(c.buffer),
+                             [this, ex, conn = ex->conn](const boost::system::error_code& ec, size_t n) {
+                               const int64_t t = now();
+                               if (ex->done || ex->conn != conn) return;
+                               if (ec) {
+                                 io_error(ex, ec, t);
+                                 return;
+                               }
+                               if (on_bytes(ex, n, t)) read_more(ex);
+                             });
       return;
     }
     // Plain TCP: wait for readability, then recvmsg() ourselves to get the kernel's receive
     // timestamp of the bytes (SO_TIMESTAMPNS), so a busy loop does not delay the stamps.
-    c.socket.async_wait(tcp::socket::wait_read, [this, ex](const boost::system::error_code& ec) {
-      if (ex->done) return;
+    c.socket.async_wait(tcp::socket::wait_read, [this, ex, conn = ex->conn](const boost::system::error_code& ec) {
+      if (ex->done || ex->conn != conn) return;
       if (ec) {
         io_error(ex, ec, now());
         return;
