@@ -14,7 +14,7 @@
 //      --idle-connections streams are opened and wait; server RSS delta / streams.
 //
 // Usage: bench_sim_serve_capacity [--connections 10000] [--max-tokens 2000] [--duration-s 10]
-//        [--warmup-s 2] [--server-threads 1] [--idle-connections 10000]
+//        [--warmup-s 2] [--server-threads 1] [--idle-connections 10000] [--fixed-itl-ms X]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -50,6 +50,9 @@ struct Options {
   double warmup_s = 2.0;
   int server_threads = 1;
   int idle_connections = 10000;
+  // > 0: the throughput phase uses a fixed schedule (first token after one ITL, then one every
+  // ITL) instead of no-delay, to check that the engine-driven path keeps up with a schedule.
+  double fixed_itl_ms = 0;
 };
 
 double now_s() {
@@ -80,6 +83,9 @@ Child fork_server(const Options& options, bool idle_mode) {
     std::unique_ptr<ix::sim::LiveEngine> engine;
     if (idle_mode) {
       engine = std::make_unique<ix::serve::FixedScheduleEngine>(3.6e6, 1000.0, 131072, clock);
+    } else if (options.fixed_itl_ms > 0) {
+      engine =
+          std::make_unique<ix::serve::FixedScheduleEngine>(options.fixed_itl_ms, options.fixed_itl_ms, 1 << 30, clock);
     } else {
       engine = std::make_unique<ix::serve::NoDelayEngine>(1 << 30, clock);
     }
@@ -370,6 +376,8 @@ Options parse(int argc, char** argv) {
       options.server_threads = static_cast<int>(value);
     else if (flag == "--idle-connections")
       options.idle_connections = static_cast<int>(value);
+    else if (flag == "--fixed-itl-ms")
+      options.fixed_itl_ms = value;
     else {
       fmt::print(stderr, "unknown flag {}\n", flag);
       std::exit(2);
@@ -417,6 +425,13 @@ int main(int argc, char** argv) {
     double events_per_s = static_cast<double>(load.token_events()) / elapsed;
     fmt::print("vs targets: {:.2f}x the 10,000 concurrent streams, {:.2f}x the 1,000,000 token events/s\n",
                established / 10000.0, events_per_s / 1e6);
+    if (options.fixed_itl_ms > 0) {
+      // Each stream is due one event per ITL (requests restart at once, so a new request's first
+      // token, one ITL later, keeps the pace): the schedule asks for connections / ITL events/s.
+      double scheduled = established * 1000.0 / options.fixed_itl_ms;
+      fmt::print("fixed schedule: {:.0f} token events/s due, {:.0f} delivered ({:.1f}%)\n", scheduled, events_per_s,
+                 100.0 * events_per_s / scheduled);
+    }
     fmt::print("cpu: server {:.2f} cores, load generator {:.2f} cores; server RSS {:.1f} MiB\n", server_cpu / elapsed,
                client_cpu / elapsed, static_cast<double>(rss_bytes(server.pid)) / (1 << 20));
     std::ifstream loadavg("/proc/loadavg");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace ix::serve {
@@ -18,9 +19,11 @@ Result<void> check_context_length(int32_t prompt_tokens, int32_t max_tokens, int
   return {};
 }
 
-FixedScheduleEngine::FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock)
+FixedScheduleEngine::FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock,
+                                         int64_t tick_ns)
     : ttft_ns_(static_cast<int64_t>(ttft_ms * 1e6)),
       itl_ns_(static_cast<int64_t>(itl_ms * 1e6)),
+      tick_ns_(tick_ns),
       max_model_len_(max_model_len),
       clock_(clock),
       thread_([this] { run(); }) {}
@@ -82,8 +85,12 @@ void FixedScheduleEngine::run() {
     }
     int64_t now = clock_.now_ns();
     if (next->due_ns > now) {
-      auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next->due_ns));
+      // Wake at most once per tick and deliver everything due by then: thousands of streams
+      // with their own phases would otherwise cost two thread wake-ups per token.
+      int64_t wake_ns = std::max(next->due_ns, last_wake_ns_ + tick_ns_);
+      auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wake_ns));
       wake_.wait_until(lock, deadline);
+      if (clock_.now_ns() >= wake_ns) last_wake_ns_ = clock_.now_ns();
       continue;
     }
     Due due = *next;

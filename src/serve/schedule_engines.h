@@ -38,9 +38,15 @@ namespace ix::serve {
 
 class FixedScheduleEngine final : public sim::LiveEngine {
  public:
+  // Delivery granularity: the engine thread wakes at most once per tick and then delivers every
+  // event due by then, so an event is delivered at most one tick (plus scheduling latency) after
+  // its scheduled time, and never before it. Event times (time_ns) are the exact schedule.
+  static constexpr int64_t kDefaultTickNs = 200'000;
+
   // `clock` must be a steady clock (the engine sleeps on std::chrono::steady_clock) and outlive
   // the engine.
-  FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock);
+  FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t max_model_len, const Clock& clock,
+                      int64_t tick_ns = kDefaultTickNs);
   ~FixedScheduleEngine() override;
 
   Result<uint64_t> submit(sim::GenerationRequest request, Sink sink) override;
@@ -64,11 +70,13 @@ class FixedScheduleEngine final : public sim::LiveEngine {
 
   const int64_t ttft_ns_;
   const int64_t itl_ns_;
+  const int64_t tick_ns_;
   const int32_t max_model_len_;
   const Clock& clock_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  int64_t last_wake_ns_ = 0;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, Active> active_;
   std::deque<Due> first_queue_;   // waiting for their first token, sorted by due time
