@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
   fmt::print("{:<12} {:>9} {:>10} {:>11} {:>12} | {:>9} {:>10} {:>11} | {:>7} {:>9}\n", "tokenizer", "load_ms", "MB/s",
              "Mtok/s", "tokens", "o.load_ms", "o.MB/s", "o.Mtok/s", "speedup", "identical");
   int status = 0;
+  std::vector<std::string> stream_notes;
   for (const auto& family : families) {
     auto path = ix::tok::resolve_tokenizer(family);
     if (!path) {
@@ -165,6 +167,34 @@ int main(int argc, char** argv) {
     const uint64_t hash = fnv1a_ids(all);
     const double mbps = static_cast<double>(total_bytes) / 1e6 / best;
     const double mtps = static_cast<double>(tokens) / 1e6 / best;
+    // Streamed output counting (StreamingTokenCounter): the first MB in 4-byte deltas with a
+    // count() after every delta, as a client counting tokens per SSE chunk would.
+    double stream_us_per_delta = 0;
+    {
+      std::string text;
+      for (const auto& d : documents) {
+        if (text.size() >= 1024 * 1024) break;
+        text += d;
+      }
+      ix::tok::StreamingTokenCounter counter(**tokenizer);
+      size_t deltas = 0;
+      size_t last = 0;
+      const auto start = Clock::now();
+      for (size_t pos = 0; pos < text.size();) {
+        size_t end = std::min(text.size(), pos + 4);
+        while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+        counter.append(std::string_view(text).substr(pos, end - pos));
+        last = counter.count();
+        ++deltas;
+        pos = end;
+      }
+      stream_us_per_delta = seconds_since(start) * 1e6 / static_cast<double>(deltas);
+      if (last != (*tokenizer)->count_tokens(text)) {
+        fmt::print(stderr, "{}: streaming count {} differs from count_tokens\n", family, last);
+        status = 1;
+      }
+    }
+    stream_notes.push_back(fmt::format("{}: {:.2f} us per 4-byte delta (append + count)", family, stream_us_per_delta));
     if (!oracle) {
       fmt::print("{:<12} {:>9.1f} {:>10.2f} {:>11.3f} {:>12} | {:>9} {:>10} {:>11} | {:>7} {:>9}\n", family, load_ms,
                  mbps, mtps, tokens, "-", "-", "-", "-", "-");
@@ -196,5 +226,7 @@ int main(int argc, char** argv) {
                static_cast<double>(tokens) / 1e6 / oracle_best, oracle_best / best, identical ? "yes" : "NO");
   }
   std::filesystem::remove(corpus_path);
+  fmt::print("streaming count:\n");
+  for (const auto& note : stream_notes) fmt::print("  {}\n", note);
   return status;
 }

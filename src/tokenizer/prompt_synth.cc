@@ -136,6 +136,8 @@ StreamingTokenCounter::StreamingTokenCounter(const Tokenizer& tokenizer) : token
 }
 
 void StreamingTokenCounter::append(std::string_view delta) {
+  if (delta.empty()) return;
+  cached_count_.reset();
   pending_.append(delta);
   bytes_ += delta.size();
   if (pending_.size() < next_attempt_) return;
@@ -148,11 +150,13 @@ void StreamingTokenCounter::append(std::string_view delta) {
 }
 
 size_t StreamingTokenCounter::count() const {
-  return committed_tokens_ + tokenizer_->count_tokens(pending_);
+  if (!cached_count_) cached_count_ = committed_tokens_ + tokenizer_->count_tokens(pending_);
+  return *cached_count_;
 }
 
 void StreamingTokenCounter::reset() {
   pending_.clear();
+  cached_count_.reset();
   committed_tokens_ = 0;
   bytes_ = 0;
   next_attempt_ = kAttemptBytes;

@@ -11,7 +11,6 @@
 #include <boost/json.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 #include <fstream>
-#include <queue>
 #include <sstream>
 
 #include "common/json_io.h"
@@ -680,7 +679,7 @@ void Tokenizer::Impl::merge_word(std::string_view word, std::vector<int32_t>& ou
     int32_t pos;
     int32_t new_id;
     bool operator<(const Merge& other) const {
-      // std::priority_queue pops the largest: invert to pop the lowest (rank, pos).
+      // The heap pops the largest: invert to pop the lowest (rank, pos).
       if (rank != other.rank) return rank > other.rank;
       return pos > other.pos;
     }
@@ -729,15 +728,21 @@ void Tokenizer::Impl::merge_word(std::string_view word, std::vector<int32_t>& ou
   auto pair_key = [](int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   };
-  heap_storage.clear();
-  std::priority_queue<Merge, std::vector<Merge>> queue(std::less<Merge>(), std::move(heap_storage));
+  // A binary heap on a reused thread-local vector (std::priority_queue would own and free it).
+  std::vector<Merge>& queue = heap_storage;
+  queue.clear();
+  auto push = [&queue](const Merge& m) {
+    queue.push_back(m);
+    std::push_heap(queue.begin(), queue.end());
+  };
   for (int32_t i = 0; i + 1 < n; ++i) {
     auto it = merges.find(pair_key(symbols[static_cast<size_t>(i)].id, symbols[static_cast<size_t>(i + 1)].id));
-    if (it != merges.end()) queue.push({it->second.rank, i, it->second.new_id});
+    if (it != merges.end()) push({it->second.rank, i, it->second.new_id});
   }
   while (!queue.empty()) {
-    const Merge top = queue.top();
-    queue.pop();
+    std::pop_heap(queue.begin(), queue.end());
+    const Merge top = queue.back();
+    queue.pop_back();
     Symbol& current = symbols[static_cast<size_t>(top.pos)];
     if (!current.alive || current.next < 0) continue;
     Symbol& right = symbols[static_cast<size_t>(current.next)];
@@ -750,12 +755,12 @@ void Tokenizer::Impl::merge_word(std::string_view word, std::vector<int32_t>& ou
     if (current.prev >= 0) {
       const Symbol& prev = symbols[static_cast<size_t>(current.prev)];
       auto p = merges.find(pair_key(prev.id, current.id));
-      if (p != merges.end()) queue.push({p->second.rank, current.prev, p->second.new_id});
+      if (p != merges.end()) push({p->second.rank, current.prev, p->second.new_id});
     }
     if (current.next >= 0) {
       const Symbol& next = symbols[static_cast<size_t>(current.next)];
       auto p = merges.find(pair_key(current.id, next.id));
-      if (p != merges.end()) queue.push({p->second.rank, top.pos, p->second.new_id});
+      if (p != merges.end()) push({p->second.rank, top.pos, p->second.new_id});
     }
   }
   for (const Symbol& s : symbols) {
@@ -785,11 +790,12 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
 }
 
 size_t Tokenizer::Impl::stable_prefix(std::string_view text, std::vector<int32_t>& out) const {
-  // Candidate cut: just before an ASCII space or newline that follows a letter, at least
-  // 64 bytes (and the longest added token) before the end. Every supported pre-tokenizer regex
-  // ends a letter run there and starts a new piece, normalization never composes across ASCII,
-  // and no added token can straddle it. The cut is also verified on the text at hand.
-  constexpr size_t kTail = 64;
+  // Candidate cut: just before an ASCII space or newline that follows a letter, at least 8 bytes
+  // (and the longest added token) before the end. Every supported pre-tokenizer regex ends a
+  // letter run there after looking one character ahead and starts a new piece, normalization
+  // never composes across ASCII, and no added token, now or after more text arrives, can
+  // straddle it. The cut is also verified on the text at hand.
+  constexpr size_t kTail = 8;
   const size_t reserve = std::max(kTail, std::max(raw_trie.max_length(), norm_trie.max_length()) + 1);
   if (text.size() <= reserve || !utf8::is_valid(text)) return 0;
   size_t cut = 0;
