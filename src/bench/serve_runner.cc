@@ -238,6 +238,7 @@ class Worker {
   std::vector<std::string>& texts() { return texts_; }
   const metrics::LogHistogram& lag() const { return lag_; }
   int64_t warmup_failed() const { return warmup_failed_; }
+  int64_t cpu_ns() const { return cpu_end_ns_ - cpu_start_ns_; }
   double busy_fraction() const {
     const int64_t wall = wall_end_ns_ - wall_start_ns_;
     return wall > 0 ? static_cast<double>(cpu_end_ns_ - cpu_start_ns_) / static_cast<double>(wall) : 0.0;
@@ -628,10 +629,12 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   // Merge (Nighthawk style: once, at the end).
   metrics::LogHistogram lag;
   double max_busy = 0.0;
+  int64_t client_cpu_ns = 0;
   http::LoopCounters counters;
   for (auto& w : workers) {
     lag.merge(w->lag());
     max_busy = std::max(max_busy, w->busy_fraction());
+    client_cpu_ns += w->cpu_ns();
     out.warmup_failed += w->warmup_failed();
     const auto& c = w->loop().counters();
     counters.connections_opened += c.connections_opened;
@@ -730,6 +733,8 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
                                                         : 0.0},
       {"read_delay_max_us", static_cast<double>(counters.stamp_delay_max_ns) / 1e3},
   };
+  // CPU the event-loop threads used in the measured window (cost per event = this / events).
+  out.extra["client_loop_cpu_s"] = static_cast<double>(client_cpu_ns) / 1e9;
   out.extra["retries"] = shared.retries.load();
   out.extra["warmup_failed"] = out.warmup_failed;
   out.extra["prompt_waits"] = waits;
