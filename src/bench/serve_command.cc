@@ -258,8 +258,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
       if (p.warmup) {
         fmt::print(stderr, "\r\033[Kwarmup: {} requests, {:.1f} s", p.total, p.elapsed_s);
       } else {
-        fmt::print(stderr, "\r\033[K{}/{} done, {} errors, {:.0f} tok/s, ETA {:.0f} s", done, p.total, p.failed, rate,
-                   eta);
+        const std::string eta_text = done > 0 ? fmt::format("{:.0f} s", eta) : std::string("?");
+        fmt::print(stderr, "\r\033[K{}/{} done, {} errors, {:.0f} tok/s, ETA {}", done, p.total, p.failed, rate,
+                   eta_text);
       }
       std::fflush(stderr);
     };

@@ -156,6 +156,13 @@ class Worker {
 
   http::ClientLoop& loop() { return loop_; }
   const ServeRunnerOptions& options() const { return *shared_.options; }
+  // Tokens streamed so far in the measured phase; written by this worker only, read by the
+  // progress line.
+  void count_streamed(int64_t tokens) {
+    if (measuring_)
+      streamed_tokens_.store(streamed_tokens_.load(std::memory_order_relaxed) + tokens, std::memory_order_relaxed);
+  }
+  int64_t streamed_tokens() const { return streamed_tokens_.load(std::memory_order_relaxed); }
   openai::StreamChunkDecoder& chunk_decoder() { return chunk_decoder_; }
 
   // Loop thread.
@@ -377,6 +384,7 @@ class Worker {
   metrics::LogHistogram lag_;
   int64_t probe_due_ns_ = 0;
   bool measuring_ = false;
+  std::atomic<int64_t> streamed_tokens_{0};
   int64_t cpu_start_ns_ = 0, cpu_end_ns_ = 0, wall_start_ns_ = 0, wall_end_ns_ = 0;
 };
 
@@ -426,6 +434,7 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
       rec.tokens_per_event.push_back(chunk->completion_tokens >= 0 ? static_cast<int32_t>(std::max<int64_t>(delta, 1))
                                                                    : 1);
       text.append(chunk->text);
+      worker_->count_streamed(rec.tokens_per_event.back());
     }
   }
   return true;
@@ -506,6 +515,11 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
     return std::nullopt;
   };
 
+  auto streamed = [&] {
+    int64_t total = 0;
+    for (const auto& w : workers) total += w->streamed_tokens();
+    return total;
+  };
   // Runs one phase to completion (or until stopped); returns the stop reason if stopped.
   auto run_phase = [&](Phase& phase, int64_t total_slots) -> std::optional<std::string> {
     const int64_t t_start = SteadyClock().now_ns();
@@ -535,7 +549,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
             .total = static_cast<int64_t>(phase.end - phase.begin),
             .completed = phase.warmup ? 0 : shared.completed.load(),
             .failed = phase.warmup ? 0 : shared.failed.load(),
-            .output_tokens = phase.warmup ? 0 : shared.output_tokens.load(),
+            .output_tokens = phase.warmup ? 0 : streamed(),
             .elapsed_s = static_cast<double>(now - t_start) / 1e9,
             .warmup = phase.warmup,
         });

@@ -55,7 +55,7 @@ struct ServeProgress {
   int64_t total = 0;
   int64_t completed = 0;
   int64_t failed = 0;
-  int64_t output_tokens = 0;
+  int64_t output_tokens = 0;  // streamed so far (content events' tokens), not only completed
   double elapsed_s = 0.0;
   bool warmup = false;
 };
