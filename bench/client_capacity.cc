@@ -352,6 +352,7 @@ struct ClientResult {
   double read_delay_max_us = 0;
   double kernel_stamped_fraction = 0;
   double cpu_ns_per_event = 0;
+  double coalesced_fraction = 0;  // ITL gaps of exactly 0: two events stamped by one read
 };
 
 // Phases 2 and 3: the real client.
@@ -392,7 +393,7 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
     fmt::print(stderr, "client run failed: {}\n", out.error().to_string());
     return r;
   }
-  int64_t events = 0, tokens = 0, last_ns = out->start_ns;
+  int64_t events = 0, tokens = 0, last_ns = out->start_ns, coalesced = 0;
   std::vector<double> ttft, itl;
   for (const auto& rec : out->records) {
     events += static_cast<int64_t>(rec.content_event_ns.size());
@@ -402,6 +403,7 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
     if (rec.first_token_ns) ttft.push_back(static_cast<double>(rec.first_token_ns - rec.send_ns) / 1e9);
     for (size_t i = 1; i < rec.content_event_ns.size(); ++i) {
       itl.push_back(static_cast<double>(rec.content_event_ns[i] - rec.content_event_ns[i - 1]) / 1e9);
+      if (rec.content_event_ns[i] == rec.content_event_ns[i - 1]) ++coalesced;
     }
   }
   const double secs = static_cast<double>(last_ns - out->start_ns) / 1e9;
@@ -417,6 +419,7 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   r.kernel_stamped_fraction =
       reads ? static_cast<double>(conns.at("kernel_timestamped_reads").as_int64()) / static_cast<double>(reads) : 0.0;
   const std::vector<double> ps = {50, 99};
+  r.coalesced_fraction = itl.empty() ? 0.0 : static_cast<double>(coalesced) / static_cast<double>(itl.size());
   r.ttft_ms = ix::metrics::summarize(ttft, ps, 1000.0);
   r.itl_ms = ix::metrics::summarize(itl, ps, 1000.0);
   return r;
@@ -516,9 +519,9 @@ int main(int argc, char** argv) {
 
   // Phase 3: accuracy against an exact schedule.
   fmt::print("\naccuracy vs sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10 (truth: TTFT 50 ms, ITL 10 ms)\n");
-  fmt::print("{:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14} {:>10}\n", "concurrency", "events/s",
+  fmt::print("{:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14} {:>10} {:>12}\n", "concurrency", "events/s",
              "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "loop lag p99 us", "read dly mean us",
-             "failures");
+             "failures", "coalesced %");
   size_t pos = 0;
   while (pos < f.accuracy.size()) {
     size_t end = f.accuracy.find(',', pos);
@@ -533,10 +536,11 @@ int main(int argc, char** argv) {
       fixed_url = fixed->url();
     }
     ClientResult acc = run_client(*ix::http::Url::parse(fixed_url), f, c, 100, 2 * c, 1e9);
-    fmt::print("{:>12} {:>12.0f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.1f} {:>14.1f} {:>10}\n", c,
+    fmt::print("{:>12} {:>12.0f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.1f} {:>14.1f} {:>10} {:>12.3f}\n", c,
                acc.events_per_s, acc.ttft_ms.percentiles[0].second, acc.ttft_ms.percentiles[1].second,
                acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
-               acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.failed);
+               acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.failed,
+               acc.coalesced_fraction * 100);
   }
   return 0;
 }
