@@ -5,8 +5,9 @@
 // FixedScheduleEngine: the first token of a request is produced `ttft_ms` after submit(), then one
 // token every `itl_ms`, always `max_tokens` tokens (finish kLength). Event times are on an absolute
 // schedule (submit + ttft + i·itl): a late wake-up delivers the overdue events at once but never
-// shifts later ones (no drift). Events carry the scheduled time in time_ns. One thread delivers
-// all events; per event O(1) (two FIFO queues: every request has the same ttft and itl, so both
+// shifts later ones (no drift). Events carry the scheduled time in time_ns and are delivered
+// never before it, at most one tick (200 µs by default) plus scheduling latency after it. One
+// thread delivers all events; per event O(1) (two FIFO queues: every request has the same ttft and itl, so both
 // queues stay sorted by due time).
 //
 // NoDelayEngine: every token of a request is produced at submit() time: all events are delivered
@@ -18,8 +19,8 @@
 // Both reject prompts that with max_tokens exceed max_model_len (kInvalidArgument).
 //
 // Thread-safety: all methods may be called from any thread. Sinks must not call back into the
-// engine (they run under the engine's lock, which is what makes cancel() final: after cancel()
-// returns, no event of that request is delivered).
+// engine (FixedScheduleEngine runs them under its lock, which is what makes cancel() final: after
+// cancel() returns, no event of that request is delivered).
 #pragma once
 
 #include <atomic>
