@@ -393,6 +393,10 @@ bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
     if (error_body_.size() < 300) error_body_.append(bytes.substr(0, 300 - error_body_.size()));
     return true;
   }
+  // The start of the body, to explain a response that is not an event stream.
+  if (sse_.events_decoded() == 0 && error_body_.size() < 300) {
+    error_body_.append(bytes.substr(0, 300 - error_body_.size()));
+  }
   bool keep_going = true;
   auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
     keep_going = on_event(event, t_ns);
@@ -447,7 +451,10 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
   } else if (rec.error_kind == ErrorKind::kNone) {
     switch (kind) {
       case http::FailureKind::kNone:
-        if (!saw_done_ && !saw_finish_) {
+        if (sse_.events_decoded() == 0) {
+          rec.error_kind = ErrorKind::kMalformed;
+          rec.error_message = fmt::format("response is not an event stream (no SSE event): '{}'", error_body_);
+        } else if (!saw_done_ && !saw_finish_) {
           rec.error_kind = ErrorKind::kTruncated;
           rec.error_message =
               fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",

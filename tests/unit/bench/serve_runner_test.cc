@@ -229,6 +229,20 @@ TEST(ServeRunner, RetriesAreOffByDefaultAndResendWhenEnabled) {
   }
 }
 
+TEST(ServeRunner, NonStreamingAnswerIsMalformedWithTheBodyInTheMessage) {
+  ScriptedServer server([&](int fd, const std::string&) {
+    const std::string body = R"({"choices":[{"text":"all at once"}]})";
+    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  auto out = run_serve(base_options(server.url(), 1, 4));
+  ASSERT_TRUE(out.has_value());
+  const auto& r = out->records.at(0);
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.error_kind, metrics::ErrorKind::kMalformed);
+  EXPECT_NE(r.error_message.find("all at once"), std::string::npos) << r.error_message;
+}
+
 TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
   ScriptedServer server([&](int fd, const std::string&) {
     std::this_thread::sleep_for(50ms);
