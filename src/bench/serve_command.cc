@@ -220,8 +220,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   const int threads = o.threads > 0 ? o.threads : auto_threads(o.max_concurrency);
   const int synth_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - threads);
   workload::PromptPrefetcher prefetcher(dataset, order, synth_threads);
-  // What the first moment of the run needs; the rest is made while it runs.
-  const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(256), 256);
+  // What the first moment of the run needs (the first wave of sends, up to 1024 prompts: a few
+  // hundred ms at most); the rest is made while it runs, warmups first.
+  const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(1024), 1024);
   if (auto ok = prefetcher.wait_for_first(static_cast<size_t>(first_wave)); !ok) return std::unexpected(ok.error());
 
   ServeRunnerOptions run;
