@@ -227,6 +227,21 @@ TEST(ClientLoop, ConnectionClosedMidStreamIsReported) {
   EXPECT_NE(outcomes[0].message.find("closed"), std::string::npos) << outcomes[0].message;
 }
 
+TEST(ClientLoop, ConnectionResetMidStreamIsAReset) {
+  ScriptedServer server([](int fd, int) {
+    std::string carry;
+    if (!read_request(fd, carry)) return;
+    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+    std::this_thread::sleep_for(20ms);
+    linger reset{1, 0};  // close with RST
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  });
+  auto outcomes = run_sequence(server.url(), 1);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].kind, FailureKind::kReset) << outcomes[0].message;
+  EXPECT_EQ(outcomes[0].events.size(), 1u);
+}
+
 TEST(ClientLoop, StalledServerTimesOut) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
