@@ -703,12 +703,14 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   // Does the loop lag reach the measurements? Received bytes carry the kernel's receive time
   // (plain TCP), so lag only matters there when it delays sends: visible as queue time (send −
   // scheduled), which is pure client delay except in an open loop capped by --max-concurrency.
-  // p90 of the queue leaves out the closed loop's first wave (all slots scheduled at t0).
+  // The closed loop's first wave (every slot scheduled at t0: no client sends thousands of
+  // requests in the same instant) is left out; it still shows in the queue statistics.
   const bool stamps_immune = counters.reads > 0 && counters.kernel_timestamps == counters.reads;
   const bool queue_is_client_delay = !(measured.open_loop && options.max_concurrency);
+  const int64_t first_wave = measured.open_loop ? 0 : concurrency;
   std::vector<double> queue_ms;
   for (const auto& r : out.records) {
-    if (r.send_ns) queue_ms.push_back(static_cast<double>(r.send_ns - r.scheduled_ns) / 1e6);
+    if (r.send_ns && r.index >= first_wave) queue_ms.push_back(static_cast<double>(r.send_ns - r.scheduled_ns) / 1e6);
   }
   const double queue_p90_ms = metrics::percentile(queue_ms, 90);
   const bool lag_high = h.event_loop_lag_p99_ms > options.loop_lag_threshold_ms;
