@@ -58,7 +58,7 @@ struct BenchServeOptions {
   uint64_t seed = 0;
   double request_timeout_s = 600.0;
   int max_retries = 0;
-  int threads = 0;  // 0 = auto: one per 256 concurrent streams, up to the core count
+  int threads = 0;  // 0 = auto: one per 1024 concurrent streams, up to a quarter of the cores
   pid_t server_pid = 0;
   bool profile = false;
   bool scrape_metrics = true;
