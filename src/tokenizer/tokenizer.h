@@ -100,8 +100,9 @@ class Tokenizer {
 
   // Streaming support (used by StreamingTokenCounter): encodes the longest prefix of `text` whose
   // tokens cannot change whatever text is appended later, appending its ids to `out`, and
-  // returns that prefix's length in bytes. Conservative: it keeps a tail of several
-  // pre-tokenizer pieces (and any possibly-partial added token or UTF-8 character) unencoded.
+  // returns that prefix's length in bytes (0 when there is none yet). The cut is placed before a
+  // space or newline that follows a letter, at least 8 bytes (and the longest added token) from
+  // the end, and is verified on `text` (head ++ tail == whole) before it is used.
   size_t encode_stable_prefix(std::string_view text, std::vector<int32_t>& out) const;
 
   class Impl;
