@@ -563,6 +563,18 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
       }
     }
     if (!reason && phase.stopping.load()) reason = stop_reason().value_or("stopped early");
+    if (!reason && options.server_pid > 0 && shared.failed.load() > 0) {
+      // A server that is shutting down closes its listener before its process exits: the
+      // remaining requests can all fail in the meantime. Give it a moment to finish dying so the
+      // run is not reported as a valid one with a failing server.
+      for (int i = 0; i < 100 && !reason; ++i) {
+        if (!process_alive(options.server_pid)) {
+          reason = fmt::format("server process {} exited during the run", options.server_pid);
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    }
     return reason;
   };
 

@@ -226,7 +226,7 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   EXPECT_FALSE(run.result.at("run_valid").as_bool());
   EXPECT_NE(ix::json::to_string(run.result.at("invalid_reasons")).find("exited"), std::string::npos);
   EXPECT_GT(num(run.result, "completed"), 4);
-  EXPECT_LT(num(run.result, "completed") + num(run.result, "failed"), 400);
+  EXPECT_LE(num(run.result, "completed") + num(run.result, "failed"), 400);
 }
 
 TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
