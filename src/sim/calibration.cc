@@ -94,6 +94,7 @@ Result<CalibrationTable> CalibrationTable::parse(const std::string& text) {
       group.hardware = *hardware;
       group.framework = *framework;
       group.precision = *precision;
+      if (auto spec = json::get_string(group_object, "spec")) group.spec = *spec;
       if (auto rows = json::get_int(group_object, "fit_rows")) group.fit_rows = static_cast<int32_t>(*rows);
       auto efficiency = read_efficiency(group_object, table.defaults_, where);
       if (!efficiency) return fail(efficiency.error());
@@ -109,15 +110,23 @@ Result<CalibrationTable> CalibrationTable::builtin() {
 }
 
 Efficiency CalibrationTable::lookup(const std::string& hardware, const std::string& framework,
-                                    const std::string& precision, std::string* used) const {
-  const std::pair<std::string, std::string> order[] = {
-      {framework, precision}, {framework, "*"}, {"*", precision}, {"*", "*"}};
-  for (const auto& [want_framework, want_precision] : order) {
+                                    const std::string& precision, const std::string& spec, std::string* used) const {
+  struct Key {
+    std::string framework, precision, spec;
+  };
+  const Key order[] = {{framework, precision, spec},
+                       {framework, precision, "*"},
+                       {framework, "*", "*"},
+                       {"*", precision, "*"},
+                       {"*", "*", spec},
+                       {"*", "*", "*"}};
+  for (const auto& key : order) {
     for (const auto& group : groups_) {
-      if (group.hardware == hardware && group.framework == want_framework && group.precision == want_precision) {
+      if (group.hardware == hardware && group.framework == key.framework && group.precision == key.precision &&
+          group.spec == key.spec) {
         if (used)
-          *used = fmt::format("{}/{}/{} ({} fitted rows)", group.hardware, group.framework, group.precision,
-                              group.fit_rows);
+          *used = fmt::format("{}/{}/{}/{} ({} fitted rows)", group.hardware, group.framework, group.precision,
+                              group.spec, group.fit_rows);
         return group.efficiency;
       }
     }
@@ -137,6 +146,7 @@ std::string CalibrationTable::to_json() const {
     entry["hardware"] = group.hardware;
     entry["framework"] = group.framework;
     entry["precision"] = group.precision;
+    entry["spec"] = group.spec;
     entry["fit_rows"] = group.fit_rows;
     for (const auto& [key, value] : write_efficiency(group.efficiency)) entry[key] = value;
     groups.push_back(std::move(entry));

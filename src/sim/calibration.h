@@ -40,9 +40,10 @@ struct Efficiency {
 };
 
 struct CalibrationGroup {
-  std::string hardware;   // catalog name
-  std::string framework;  // matrix name (sglang, dynamo-trt, ...) or "*" (any)
-  std::string precision;  // fp4 | fp8 | bf16 | "*"
+  std::string hardware;    // catalog name
+  std::string framework;   // matrix name (sglang, dynamo-trt, ...) or "*" (any)
+  std::string precision;   // fp4 | fp8 | bf16 | "*"
+  std::string spec = "*";  // speculative decoding: none | mtp | draft_model | "*"
   Efficiency efficiency;
   int32_t fit_rows = 0;  // measured points it was fitted on
 };
@@ -52,10 +53,11 @@ class CalibrationTable {
   static Result<CalibrationTable> parse(const std::string& text);
   static Result<CalibrationTable> builtin();
 
-  // Most specific group first: (hw, framework, precision), (hw, framework, *), (hw, *, precision),
-  // (hw, *, *), then the nominal defaults. `used` names the group chosen.
+  // Most specific group first: (hw, framework, precision, spec), (hw, framework, precision, *),
+  // (hw, framework, *, *), (hw, *, precision, *), (hw, *, *, spec), (hw, *, *, *), then the
+  // defaults. `used` names the group chosen.
   Efficiency lookup(const std::string& hardware, const std::string& framework, const std::string& precision,
-                    std::string* used = nullptr) const;
+                    const std::string& spec = "*", std::string* used = nullptr) const;
 
   const std::vector<CalibrationGroup>& groups() const { return groups_; }
   const std::string& source() const { return source_; }

@@ -182,8 +182,8 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
     if (!parsed) return fail(parsed.error());
     table = std::move(*parsed);
   }
-  engine.efficiency =
-      table.lookup(engine.hardware.name, lower(config.framework), config.precision, &engine.calibration_group);
+  engine.efficiency = table.lookup(engine.hardware.name, lower(config.framework), config.precision,
+                                   spec_decoding_name(config.spec_decoding), &engine.calibration_group);
   engine.calibration_source = table.source();
 
   if (config.spec_decoding != SpecDecoding::kNone) {

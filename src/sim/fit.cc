@@ -423,26 +423,49 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     Efficiency defaults = nominal;
     apply(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01));
     next.set_defaults(defaults);
-    // Level 1: per hardware; level 2: per (hardware, framework, precision).
+    // Level 1: per hardware; level 1b: per (hardware, spec decoding); level 2: per (hardware,
+    // framework, precision); level 3: per (hardware, framework, precision, spec decoding).
     std::map<std::string, std::vector<size_t>> by_hardware;
+    std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_spec;
     std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> by_group;
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<size_t>> by_group_spec;
+    auto spec_of = [&](size_t i) { return spec_decoding_name(points[i].engine.spec_decoding); };
     for (size_t i : all) {
       by_hardware[points[i].hardware].push_back(i);
+      by_spec[{points[i].hardware, spec_of(i)}].push_back(i);
       by_group[{points[i].hardware, points[i].framework, points[i].precision}].push_back(i);
+      by_group_spec[{points[i].hardware, points[i].framework, points[i].precision, spec_of(i)}].push_back(i);
     }
     std::map<std::string, Efficiency> hardware_level;
     for (const auto& [hardware, members] : by_hardware) {
       Efficiency e = defaults;
       apply(e, fit_group(members, points, sims, theta_of(defaults), 0.05));
       hardware_level[hardware] = e;
-      next.add(CalibrationGroup{hardware, "*", "*", e, int32_t(members.size())});
+      next.add(CalibrationGroup{hardware, "*", "*", "*", e, int32_t(members.size())});
     }
+    for (const auto& [key, members] : by_spec) {
+      const auto& [hardware, spec] = key;
+      if (spec == "none" || members.size() < 3) continue;
+      Efficiency e = hardware_level[hardware];
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      next.add(CalibrationGroup{hardware, "*", "*", spec, e, int32_t(members.size())});
+    }
+    std::map<std::tuple<std::string, std::string, std::string>, Efficiency> group_level;
     for (const auto& [key, members] : by_group) {
       const auto& [hardware, framework, precision] = key;
       if (members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
       apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
-      next.add(CalibrationGroup{hardware, framework, precision, e, int32_t(members.size())});
+      group_level[key] = e;
+      next.add(CalibrationGroup{hardware, framework, precision, "*", e, int32_t(members.size())});
+    }
+    for (const auto& [key, members] : by_group_spec) {
+      const auto& [hardware, framework, precision, spec] = key;
+      if (members.size() < 3) continue;
+      auto parent = group_level.find({hardware, framework, precision});
+      Efficiency e = parent != group_level.end() ? parent->second : hardware_level[hardware];
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      next.add(CalibrationGroup{hardware, framework, precision, spec, e, int32_t(members.size())});
     }
     table = std::move(next);
   }

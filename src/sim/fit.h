@@ -9,7 +9,8 @@
 // closed form; they are fitted per group by minimising squared log errors of TPOT,
 // tput_per_gpu and TTFT (Nelder-Mead in log space, with a ridge toward the parent level), then
 // the points are simulated again with the new factors and refitted (`iterations` rounds).
-// Levels: all hardware (the defaults), per hardware (hw/*/*), per (hw, framework, precision).
+// Levels: all hardware (the defaults), per hardware, per (hw, spec decoding), per (hw, framework,
+// precision) and per (hw, framework, precision, spec decoding), each with >= 3 points.
 //
 // Validation: with `holdout`, each (group, isl, osl, topology, spec) series is fitted only on its
 // lowest and highest concurrency and judged on the concurrencies between them.

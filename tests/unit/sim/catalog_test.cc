@@ -83,10 +83,16 @@ TEST(CalibrationTable, LooksUpMostSpecificGroupThenFallsBack) {
                {"hardware": "h200", "framework": "sglang", "precision": "fp8", "fixed_scale": 4, "fit_rows": 5}]})");
   ASSERT_TRUE(table) << table.error().message();
   std::string used;
-  EXPECT_DOUBLE_EQ(table->lookup("h200", "sglang", "fp8", &used).fixed_scale, 4);
+  EXPECT_DOUBLE_EQ(table->lookup("h200", "sglang", "fp8", "none", &used).fixed_scale, 4);
   EXPECT_NE(used.find("h200/sglang/fp8"), std::string::npos);
   EXPECT_DOUBLE_EQ(table->lookup("h200", "trt", "fp8").fixed_scale, 3);
   EXPECT_DOUBLE_EQ(table->lookup("b200", "trt", "fp8").fixed_scale, 2);
+  auto with_spec = CalibrationTable::parse(R"({"groups": [
+    {"hardware": "b200", "framework": "*", "precision": "*", "fixed_scale": 3},
+    {"hardware": "b200", "framework": "*", "precision": "*", "spec": "mtp", "fixed_scale": 5}]})");
+  ASSERT_TRUE(with_spec);
+  EXPECT_DOUBLE_EQ(with_spec->lookup("b200", "trt", "fp4", "mtp").fixed_scale, 5);
+  EXPECT_DOUBLE_EQ(with_spec->lookup("b200", "trt", "fp4", "none").fixed_scale, 3);
   auto round_trip = CalibrationTable::parse(table->to_json());
   ASSERT_TRUE(round_trip);
   EXPECT_DOUBLE_EQ(round_trip->lookup("h200", "sglang", "fp8").fixed_scale, 4);
