@@ -39,10 +39,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "bench/serve_runner.h"
@@ -275,6 +277,7 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
   inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
   auto worker = [&](int conns) {
     const int ep = epoll_create1(0);
+    std::unordered_set<int> open_fds;
     auto open_one = [&] {
       const int fd = socket(AF_INET, SOCK_STREAM, 0);
       if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
@@ -289,6 +292,7 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
       ev.events = EPOLLIN;
       ev.data.fd = fd;
       epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+      open_fds.insert(fd);
     };
     for (int i = 0; i < conns; ++i) open_one();
     std::vector<char> buf(1 << 16);
@@ -319,6 +323,7 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
             linger reset{1, 0};
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
             close(fd);
+            open_fds.erase(fd);
             streams.fetch_add(1);
             open_one();
           }
@@ -328,6 +333,14 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
     }
     total_bytes += bytes;
     total_events += evs;
+    // Close the streams still open: left open, they kept --concurrency descriptors in this process
+    // and as many stalled streams in the server for the rest of the run, so the client phase ran
+    // out of file descriptors (its connects failed) against a server still busy with them.
+    for (const int fd : open_fds) {
+      linger reset{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+      close(fd);
+    }
     close(ep);
   };
   std::vector<std::thread> threads;
@@ -353,7 +366,17 @@ struct ClientResult {
   double kernel_stamped_fraction = 0;
   double cpu_ns_per_event = 0;
   double coalesced_fraction = 0;  // ITL gaps of exactly 0: two events stamped by one read
+  int64_t cancelled = 0;          // in flight when the window ended (not failures)
+  int64_t warmup_failed = 0;
+  std::map<std::string, std::pair<int64_t, std::string>> failures;  // kind -> count, example
 };
+
+std::string failures_text(const ClientResult& r) {
+  std::string s;
+  for (const auto& [kind, v] : r.failures) s += fmt::format("\n    {} x{}: {}", kind, v.first, v.second);
+  if (r.warmup_failed > 0) s += fmt::format("\n    (and {} failed warmup requests)", r.warmup_failed);
+  return s;
+}
 
 // Phases 2 and 3: the real client.
 ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, int64_t prompts,
@@ -399,7 +422,12 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
     events += static_cast<int64_t>(rec.content_event_ns.size());
     for (int32_t k : rec.tokens_per_event) tokens += k;
     if (!rec.content_event_ns.empty()) last_ns = std::max(last_ns, rec.content_event_ns.back());
-    if (!rec.success && rec.error_kind != ix::metrics::ErrorKind::kCancelled) ++r.failed;
+    if (!rec.success && rec.error_kind == ix::metrics::ErrorKind::kCancelled) ++r.cancelled;
+    if (!rec.success && rec.error_kind != ix::metrics::ErrorKind::kCancelled) {
+      ++r.failed;
+      auto& slot = r.failures[std::string(ix::metrics::error_kind_name(rec.error_kind))];
+      if (slot.first++ == 0) slot.second = rec.error_message;
+    }
     if (rec.first_token_ns) ttft.push_back(static_cast<double>(rec.first_token_ns - rec.send_ns) / 1e9);
     for (size_t i = 1; i < rec.content_event_ns.size(); ++i) {
       itl.push_back(static_cast<double>(rec.content_event_ns[i] - rec.content_event_ns[i - 1]) / 1e9);
@@ -411,6 +439,7 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   r.events_per_s = secs > 0 ? static_cast<double>(events) / secs : 0;
   r.tokens_per_s = secs > 0 ? static_cast<double>(tokens) / secs : 0;
   r.peak_streams = concurrency;
+  r.warmup_failed = out->warmup_failed;
   r.health = out->client;
   const auto& conns = out->extra.at("client_connections").as_object();
   r.read_delay_mean_us = conns.at("read_delay_mean_us").as_double();
@@ -499,11 +528,12 @@ int main(int argc, char** argv) {
   const int64_t prompts = static_cast<int64_t>(f.concurrency) * 1000;
   ClientResult client = run_client(url, f, f.concurrency, f.output_len, prompts, f.duration_s);
   fmt::print(
-      "ixbench client: {:.0f} content events/s ({:.0f} tokens/s), {} concurrent streams, {} failures, event-loop lag "
-      "p50 {:.1f} us p99 {:.1f} us max {:.1f} us, busiest thread {:.0f}% CPU\n",
-      client.events_per_s, client.tokens_per_s, client.peak_streams, client.failed,
+      "ixbench client: {:.0f} content events/s ({:.0f} tokens/s), {} concurrent streams, {} failures, {} cancelled at "
+      "the end of the window, event-loop lag p50 {:.1f} us p99 {:.1f} us max {:.1f} us, busiest thread {:.0f}% "
+      "CPU{}\n",
+      client.events_per_s, client.tokens_per_s, client.peak_streams, client.failed, client.cancelled,
       client.health.event_loop_lag_p50_ms * 1e3, client.health.event_loop_lag_p99_ms * 1e3,
-      client.health.event_loop_lag_max_ms * 1e3, client.health.cpu_utilization * 100);
+      client.health.event_loop_lag_max_ms * 1e3, client.health.cpu_utilization * 100, failures_text(client));
   fmt::print(
       "  client loop CPU per content event (sockets, HTTP, SSE, JSON, records): {:.0f} ns -> {:.2f} M events/s per "
       "fully used core\n",
@@ -541,6 +571,7 @@ int main(int argc, char** argv) {
                acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
                acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.failed,
                acc.coalesced_fraction * 100);
+    if (acc.failed > 0 || acc.warmup_failed > 0) fmt::print("{}\n", failures_text(acc).substr(1));
   }
   return 0;
 }

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -228,41 +228,66 @@ struct ClientLoop::Impl {
       ex->timed_out = true;
       if (ex->conn) ex->conn->close();
     });
-    asio::async_connect(
-        conn->socket, *endpoints, [this, ex, conn](const boost::system::error_code& ec, const tcp::endpoint&) {
-          if (ex->done || ex->conn != conn) return;
-          if (ec) {
-            const std::string why = ex->timed_out ? "connect timed out" : ec.message();
-            finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
-                   fmt::format("cannot connect to {}: {}", options.target.origin(), why), now(), false);
-            return;
-          }
-          boost::system::error_code ignored;
-          conn->socket.set_option(tcp::no_delay(true), ignored);
-          if (options.kernel_timestamps && !options.target.tls) {
-            const int one = 1;
-            ::setsockopt(conn->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-          }
-          if (!options.target.tls) {
-            start_exchange(ex, conn);
-            return;
-          }
-          conn->tls.emplace(conn->socket, ssl_ctx);
-          SSL_set_tlsext_host_name(conn->tls->native_handle(), options.target.host.c_str());
-          if (options.verify_tls)
-            conn->tls->set_verify_callback(asio::ssl::host_name_verification(options.target.host));
-          conn->tls->async_handshake(
-              asio::ssl::stream_base::client, [this, ex, conn](const boost::system::error_code& hec) {
-                if (ex->done || ex->conn != conn) return;
-                if (hec) {
-                  finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
-                         fmt::format("TLS handshake with {} failed: {}", options.target.origin(), hec.message()), now(),
-                         false);
-                  return;
-                }
-                start_exchange(ex, conn);
-              });
-        });
+    connect_to(ex, conn, endpoints->begin());
+  }
+
+  // Tries the resolved endpoints in order. The socket is opened here rather than by asio's range
+  // connect, which reports a socket that could not be opened (EMFILE: out of file descriptors) as
+  // "Operation canceled"; the real reason and its fix are reported instead.
+  void connect_to(const std::shared_ptr<Exchange>& ex, const std::shared_ptr<Connection>& conn,
+                  tcp::resolver::results_type::const_iterator it) {
+    boost::system::error_code open_ec;
+    if (conn->socket.is_open()) conn->socket.close(open_ec);
+    conn->socket.open(it->endpoint().protocol(), open_ec);
+    if (open_ec) {
+      finish(ex, FailureKind::kConnect,
+             fmt::format("cannot open a socket to connect to {}: {}{}", options.target.origin(), open_ec.message(),
+                         open_ec == boost::system::errc::too_many_files_open ? open_files_hint() : ""),
+             now(), false);
+      return;
+    }
+    conn->socket.async_connect(it->endpoint(), [this, ex, conn, it](const boost::system::error_code& ec) {
+      if (ex->done || ex->conn != conn) return;
+      if (ec && !ex->timed_out && !ex->cancelled && std::next(it) != endpoints->end()) {
+        connect_to(ex, conn, std::next(it));
+        return;
+      }
+      if (ec) {
+        const std::string why = ex->timed_out ? "connect timed out" : ec.message();
+        finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
+               fmt::format("cannot connect to {}: {}", options.target.origin(), why), now(), false);
+        return;
+      }
+      boost::system::error_code ignored;
+      conn->socket.set_option(tcp::no_delay(true), ignored);
+      if (options.kernel_timestamps && !options.target.tls) {
+        const int one = 1;
+        ::setsockopt(conn->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+      }
+      if (!options.target.tls) {
+        start_exchange(ex, conn);
+        return;
+      }
+      conn->tls.emplace(conn->socket, ssl_ctx);
+      SSL_set_tlsext_host_name(conn->tls->native_handle(), options.target.host.c_str());
+      if (options.verify_tls) conn->tls->set_verify_callback(asio::ssl::host_name_verification(options.target.host));
+      conn->tls->async_handshake(asio::ssl::stream_base::client, [this, ex,
+                                                                  conn](const boost::system::error_code& hec) {
+        if (ex->done || ex->conn != conn) return;
+        if (hec) {
+          finish(ex, ex->cancelled ? FailureKind::kCancelled : FailureKind::kConnect,
+                 fmt::format("TLS handshake with {} failed: {}", options.target.origin(), hec.message()), now(), false);
+          return;
+        }
+        start_exchange(ex, conn);
+      });
+    });
+  }
+
+  static std::string open_files_hint() {
+    rlimit lim{};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    return fmt::format(" (open-file limit {}: raise `ulimit -n`, or use fewer connections)", lim.rlim_cur);
   }
 
   void start_exchange(const std::shared_ptr<Exchange>& ex, std::shared_ptr<Connection> conn) {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -280,6 +281,39 @@ TEST(ClientLoop, RefusedConnectionIsAConnectFailure) {
   auto outcomes = run_sequence(*Url::parse("http://127.0.0.1:" + std::to_string(port)), 1);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].kind, FailureKind::kConnect);
+}
+
+// Out of file descriptors (e.g. thousands of streams over a low `ulimit -n`): the failure says so
+// and how to fix it (asio's range connect reported it as "Operation canceled").
+TEST(ClientLoop, OutOfFileDescriptorsIsAConnectFailureThatSaysSo) {
+  ScriptedServer server([](int, int) {});
+  LoopOptions options;
+  options.target = server.url();
+  ClientLoop loop(options);
+  ASSERT_TRUE(loop.prepare().has_value());
+  SequenceSink sink(loop, 1, 5'000'000'000);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  struct Restore {
+    rlimit limit;
+    ~Restore() { setrlimit(RLIMIT_NOFILE, &limit); }
+  } restore{saved};
+  // A timer, so the loop's reactor (its own descriptors) exists before the limit drops.
+  loop.call_at(loop.now_ns() + 1'000'000, [&] {
+    // The lowest free descriptor becomes the limit: the next socket() fails with EMFILE.
+    const int probe = ::dup(0);
+    ::close(probe);
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(probe);
+    setrlimit(RLIMIT_NOFILE, &low);
+    sink.start();
+    setrlimit(RLIMIT_NOFILE, &saved);
+  });
+  loop.run();
+  ASSERT_EQ(sink.outcomes.size(), 1u);
+  EXPECT_EQ(sink.outcomes[0].kind, FailureKind::kConnect);
+  EXPECT_NE(sink.outcomes[0].message.find("Too many open files"), std::string::npos) << sink.outcomes[0].message;
+  EXPECT_NE(sink.outcomes[0].message.find("ulimit -n"), std::string::npos) << sink.outcomes[0].message;
 }
 
 TEST(ClientLoop, CancelAllFailsInFlightExchanges) {
