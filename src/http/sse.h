@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,8 @@ class SseDecoder {
   // last complete event). Sets stop_ when the callback asked to stop.
   template <typename OnEvent>
   size_t parse(std::string_view text, OnEvent& on_event);
+  // Fails (and drops the buffer) when the buffered event is over the size limit.
+  Result<void> check_size();
 
   size_t max_event_bytes_;
   std::string pending_;  // unconsumed bytes from earlier feeds (always the start of an event)
@@ -76,9 +79,12 @@ size_t SseDecoder::parse(std::string_view text, OnEvent& on_event) {
   joined_.clear();
   const size_t n = text.size();
   while (pos < n) {
-    // Find the end of the line.
-    size_t eol = pos;
-    while (eol < n && text[eol] != '\n' && text[eol] != '\r') ++eol;
+    // Find the end of the line: the first LF, or an earlier CR (memchr: vectorised).
+    const char* base = text.data();
+    const char* lf = static_cast<const char*>(std::memchr(base + pos, '\n', n - pos));
+    const size_t lf_pos = lf ? static_cast<size_t>(lf - base) : n;
+    const char* cr = static_cast<const char*>(std::memchr(base + pos, '\r', lf_pos - pos));
+    const size_t eol = cr ? static_cast<size_t>(cr - base) : lf_pos;
     if (eol == n) break;  // incomplete line
     size_t next = eol + 1;
     if (text[eol] == '\r') {
@@ -132,19 +138,47 @@ size_t SseDecoder::parse(std::string_view text, OnEvent& on_event) {
 template <typename OnEvent>
 Result<void> SseDecoder::feed(std::string_view bytes, OnEvent&& on_event) {
   stop_ = false;
-  if (pending_.empty()) {
-    const size_t used = parse(bytes, on_event);
-    if (stop_) return {};
-    if (used < bytes.size()) pending_.assign(bytes.substr(used));
-  } else {
-    pending_.append(bytes);
+  if (!pending_.empty()) {
+    // Complete the buffered event with as few new bytes as possible, so that the rest of this
+    // read is decoded in place (zero-copy) instead of being copied behind the buffered tail:
+    // reads rarely end on an event boundary. LF-framed streams end an event at "\n\n"; anything
+    // else (CR framing) takes the general path below.
+    size_t take = bytes.size();
+    if (pending_.back() == '\n' && !bytes.empty() && bytes.front() == '\n') {
+      take = 1;
+    } else if (const size_t end = bytes.find("\n\n"); end != std::string_view::npos) {
+      take = end + 2;
+    }
+    pending_.append(bytes.substr(0, take));
     const size_t used = parse(pending_, on_event);
     if (stop_) {
       pending_.clear();
       return {};
     }
-    pending_.erase(0, used);
+    bytes.remove_prefix(take);
+    if (used < pending_.size() || bytes.empty()) {
+      pending_.erase(0, used);
+      if (bytes.empty()) return check_size();
+      // Not reached with LF framing ("\n\n" always ends an event); kept for safety: decode what
+      // is left together with the rest of the read.
+      pending_.append(bytes);
+      const size_t more = parse(pending_, on_event);
+      if (stop_) {
+        pending_.clear();
+        return {};
+      }
+      pending_.erase(0, more);
+      return check_size();
+    }
+    pending_.clear();
   }
+  const size_t used = parse(bytes, on_event);
+  if (stop_) return {};
+  if (used < bytes.size()) pending_.assign(bytes.substr(used));
+  return check_size();
+}
+
+inline Result<void> SseDecoder::check_size() {
   if (pending_.size() > max_event_bytes_) {
     const size_t size = pending_.size();
     pending_.clear();

@@ -69,6 +69,39 @@ TEST(SseDecoder, SplitAtEveryPairOfPositions) {
   }
 }
 
+// Events are stamped with the time of the read that completed them: every event must come out of
+// the feed() that delivered its last byte, never a later one, however the reads are cut.
+TEST(SseDecoder, EveryEventComesOutOfTheReadThatCompletesIt) {
+  std::string stream;
+  std::vector<size_t> ends;  // offset one past each event's blank line
+  for (int i = 0; i < 6; ++i) {
+    stream += "data: {\"choices\":[{\"text\":\"t" + std::string(static_cast<size_t>(i * 7), 'x') + "\"}]}\n\n";
+    ends.push_back(stream.size());
+  }
+  for (size_t a = 0; a <= stream.size(); ++a) {
+    for (size_t b = a; b <= stream.size(); b += 5) {
+      SseDecoder decoder;
+      std::vector<size_t> fed_until;  // per event: end of the feed that emitted it
+      size_t from = 0;
+      for (size_t cut : {a, b, stream.size()}) {
+        ASSERT_TRUE(decoder
+                        .feed(std::string_view(stream).substr(from, cut - from),
+                              [&](const SseEvent&) {
+                                fed_until.push_back(cut);
+                                return true;
+                              })
+                        .has_value());
+        from = cut;
+      }
+      ASSERT_EQ(fed_until.size(), ends.size()) << a << "," << b;
+      for (size_t e = 0; e < ends.size(); ++e) {
+        const size_t expected = ends[e] <= a ? a : ends[e] <= b ? b : stream.size();
+        EXPECT_EQ(fed_until[e], expected) << "event " << e << ", cuts " << a << "," << b;
+      }
+    }
+  }
+}
+
 TEST(SseDecoder, ByteAtATime) {
   std::vector<size_t> cuts;
   for (size_t i = 1; i < kStream.size(); ++i) cuts.push_back(i);
