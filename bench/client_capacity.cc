@@ -10,8 +10,14 @@
 //      --threads threads, for --duration-s; content events/s, and its event-loop lag (how late a
 //      due timer runs = how long a ready socket can wait before its bytes are stamped: the added
 //      timing error).
-//   3. accuracy: `sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10` at each --accuracy-concurrency;
-//      measured TTFT/ITL p50/p99 against the true 50 ms / 10 ms.
+//   3. accuracy: `sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10` (--accuracy-ttft-ms/-itl-ms) at
+//      each --accuracy-concurrency, --accuracy-output-len tokens (100), --accuracy-rounds requests
+//      per stream (2): measured TTFT/ITL p50/p99 minus the truth, beside the server's own delivery
+//      lateness over the measured window (ixbench:token_delivery_lateness_seconds from its
+//      /metrics), so the client's added error is separated from the server's. 10,000 streams at
+//      10 ms ask the server for ~1M token events/s; "due" vs "got" shows what it delivered.
+//   Failures are printed by kind with an example message; requests still in flight when a
+//   window ends are "cancelled", not failures.
 //
 // The server is spawned from --ixbench (default: the ixbench built beside this program) with
 // --server-threads event-loop threads, pinned to --server-cpus if given; the client pins itself
@@ -20,7 +26,8 @@
 //
 // Usage: bench_client_capacity [--threads 2] [--concurrency 10000] [--output-len 1000]
 //        [--duration-s 10] [--server-threads 8] [--client-cpus 0,1] [--server-cpus 2-9]
-//        [--accuracy-concurrency 256,1024] [--server-url URL] [--ixbench PATH] [--skip-raw]
+//        [--accuracy-concurrency 256,1024,10000] [--accuracy-itl-ms 10] [--accuracy-ttft-ms 50]
+//        [--accuracy-output-len 100] [--accuracy-rounds 2] [--server-url URL] [--ixbench PATH] [--skip-raw]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -39,6 +46,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,6 +75,10 @@ struct Flags {
   std::string client_cpus;
   std::string server_cpus;
   std::string accuracy = "256,1024,10000";
+  double accuracy_ttft_ms = 50;
+  double accuracy_itl_ms = 10;
+  int accuracy_output_len = 100;
+  int accuracy_rounds = 2;  // requests per stream
   std::string server_url;
   std::string ixbench;
   bool skip_raw = false;
@@ -380,7 +392,7 @@ std::string failures_text(const ClientResult& r) {
 
 // Phases 2 and 3: the real client.
 ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, int64_t prompts,
-                        double duration_s) {
+                        double duration_s, const std::function<void()>& on_measured_start = {}) {
   static const std::string prompt = " hello world this is a short prompt";
   ix::bench::ServeRunnerOptions o;
   o.base = url;
@@ -403,8 +415,12 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   });
   // The measured window is bounded by time: stop after duration_s of measured load.
-  std::atomic<bool> measuring{false};
+  bool measuring = false;
   o.on_progress = [&](const ix::bench::ServeProgress& p) {
+    if (!p.warmup && !measuring) {
+      measuring = true;
+      if (on_measured_start) on_measured_start();
+    }
     if (!p.warmup && p.elapsed_s >= duration_s) interrupt = true;
   };
   o.progress_interval_ms = 50;
@@ -454,6 +470,85 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   return r;
 }
 
+// The server's own timing error: `sim serve` counts, per token event, when it handed the event to
+// the socket minus its scheduled time (ixbench:token_delivery_lateness_seconds, cumulative
+// buckets). Two scrapes bracket the measured window.
+struct LatenessScrape {
+  bool ok = false;
+  std::vector<std::pair<double, double>> buckets;  // (upper bound s, cumulative count)
+  double sum_s = 0;
+  double count = 0;
+};
+
+LatenessScrape scrape_lateness(const ix::http::Url& url) {
+  LatenessScrape s;
+  auto r = ix::http::fetch(url, "GET", "/metrics", {}, {}, 5'000'000'000);
+  if (!r || r->status != 200) return s;
+  const std::string_view name = "ixbench:token_delivery_lateness_seconds";
+  size_t pos = 0;
+  const std::string& text = r->body;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (!line.starts_with(name)) continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string_view::npos) continue;
+    const double value = std::strtod(std::string(line.substr(space + 1)).c_str(), nullptr);
+    const std::string_view rest = line.substr(name.size());
+    if (rest.starts_with("_bucket")) {
+      const size_t le = line.find("le=\"");
+      if (le == std::string_view::npos) continue;
+      const std::string bound(line.substr(le + 4, line.find('"', le + 4) - (le + 4)));
+      s.buckets.emplace_back(bound == "+Inf" ? 1e300 : std::strtod(bound.c_str(), nullptr), value);
+    } else if (rest.starts_with("_sum")) {
+      s.sum_s = value;
+    } else if (rest.starts_with("_count")) {
+      s.count = value;
+      s.ok = true;
+    }
+  }
+  return s;
+}
+
+struct Lateness {
+  bool known = false;
+  double events = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0;
+};
+
+// Percentiles of the window's histogram (after - before), linear within a bucket.
+Lateness lateness_between(const LatenessScrape& before, const LatenessScrape& after) {
+  Lateness l;
+  if (!before.ok || !after.ok || before.buckets.size() != after.buckets.size()) return l;
+  l.events = after.count - before.count;
+  if (l.events <= 0) return l;
+  l.known = true;
+  l.mean_us = (after.sum_s - before.sum_s) / l.events * 1e6;
+  auto quantile = [&](double q) {
+    const double target = q * l.events;
+    double lower = 0;
+    double prev = 0;
+    for (size_t i = 0; i < after.buckets.size(); ++i) {
+      const double cum = after.buckets[i].second - before.buckets[i].second;
+      const double upper = after.buckets[i].first;
+      if (cum >= target) {
+        if (upper > 1e299) return lower * 1e6;
+        const double in_bucket = cum - prev;
+        const double frac = in_bucket > 0 ? (target - prev) / in_bucket : 1.0;
+        return (lower + frac * (upper - lower)) * 1e6;
+      }
+      prev = cum;
+      lower = upper;
+    }
+    return lower * 1e6;
+  };
+  l.p50_us = quantile(0.5);
+  l.p99_us = quantile(0.99);
+  return l;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -483,6 +578,14 @@ int main(int argc, char** argv) {
       f.server_cpus = next();
     else if (a == "--accuracy-concurrency")
       f.accuracy = next();
+    else if (a == "--accuracy-ttft-ms")
+      f.accuracy_ttft_ms = std::stod(next());
+    else if (a == "--accuracy-itl-ms")
+      f.accuracy_itl_ms = std::stod(next());
+    else if (a == "--accuracy-output-len")
+      f.accuracy_output_len = std::stoi(next());
+    else if (a == "--accuracy-rounds")
+      f.accuracy_rounds = std::stoi(next());
     else if (a == "--server-url")
       f.server_url = next();
     else if (a == "--ixbench")
@@ -547,11 +650,18 @@ int main(int argc, char** argv) {
   }
   server.reset();
 
-  // Phase 3: accuracy against an exact schedule.
-  fmt::print("\naccuracy vs sim serve --fixed-ttft-ms 50 --fixed-itl-ms 10 (truth: TTFT 50 ms, ITL 10 ms)\n");
-  fmt::print("{:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14} {:>10} {:>12}\n", "concurrency", "events/s",
-             "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "loop lag p99 us", "read dly mean us",
-             "failures", "coalesced %");
+  // Phase 3: accuracy against an exact schedule. Errors are measured minus truth; the server's own
+  // delivery lateness (its /metrics histogram over the measured window) is printed beside them:
+  // what the client adds is the measured error minus the server's.
+  const double ttft_ms = f.accuracy_ttft_ms, itl_ms = f.accuracy_itl_ms;
+  const int acc_len = f.accuracy_output_len;
+  fmt::print(
+      "\naccuracy vs sim serve --fixed-ttft-ms {} --fixed-itl-ms {}, {} tokens per request (truth: TTFT {} ms, ITL {} "
+      "ms); errors in us = measured - truth\n",
+      ttft_ms, itl_ms, acc_len, ttft_ms, itl_ms);
+  fmt::print("{:>7} {:>9} {:>9} | {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>8} {:>8} {:>6} {:>6} {:>5}\n",
+             "streams", "due ev/s", "got ev/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "srv p50", "srv p99",
+             "srv mean", "lag p99", "rd dly", "coal%", "fail", "sat");
   size_t pos = 0;
   while (pos < f.accuracy.size()) {
     size_t end = f.accuracy.find(',', pos);
@@ -561,17 +671,35 @@ int main(int argc, char** argv) {
     std::unique_ptr<Server> fixed;
     std::string fixed_url = f.server_url;
     if (fixed_url.empty()) {
-      fixed = Server::spawn(f, {"--fixed-ttft-ms", "50", "--fixed-itl-ms", "10"});
+      fixed = Server::spawn(
+          f, {"--fixed-ttft-ms", fmt::format("{}", ttft_ms), "--fixed-itl-ms", fmt::format("{}", itl_ms)});
       if (!fixed) return 1;
       fixed_url = fixed->url();
     }
-    ClientResult acc = run_client(*ix::http::Url::parse(fixed_url), f, c, 100, 2 * c, 1e9);
-    fmt::print("{:>12} {:>12.0f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>14.1f} {:>14.1f} {:>10} {:>12.3f}\n", c,
-               acc.events_per_s, acc.ttft_ms.percentiles[0].second, acc.ttft_ms.percentiles[1].second,
-               acc.itl_ms.percentiles[0].second, acc.itl_ms.percentiles[1].second,
-               acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.failed,
-               acc.coalesced_fraction * 100);
+    const auto acc_url = *ix::http::Url::parse(fixed_url);
+    LatenessScrape before;
+    ClientResult acc = run_client(acc_url, f, c, acc_len, int64_t{f.accuracy_rounds} * c, 1e9,
+                                  [&] { before = scrape_lateness(acc_url); });
+    const Lateness srv = lateness_between(before, scrape_lateness(acc_url));
+    // A closed loop at c streams: each request streams acc_len events over ttft + (len-1) itl.
+    const double due = c * acc_len / ((ttft_ms + (acc_len - 1) * itl_ms) / 1e3);
+    auto us = [](double measured_ms, double truth_ms) { return (measured_ms - truth_ms) * 1e3; };
+    auto srv_us = [&](double v) { return srv.known ? fmt::format("{:.0f}", v) : std::string("n/a"); };
+    fmt::print(
+        "{:>7} {:>9.0f} {:>9.0f} | {:>8.0f} {:>8.0f} {:>8.0f} {:>8.0f} | {:>8} {:>8} {:>8} | {:>8.0f} {:>8.0f} "
+        "{:>6.2f} "
+        "{:>6} {:>5}\n",
+        c, due, acc.events_per_s, us(acc.ttft_ms.percentiles[0].second, ttft_ms),
+        us(acc.ttft_ms.percentiles[1].second, ttft_ms), us(acc.itl_ms.percentiles[0].second, itl_ms),
+        us(acc.itl_ms.percentiles[1].second, itl_ms), srv_us(srv.p50_us), srv_us(srv.p99_us), srv_us(srv.mean_us),
+        acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.coalesced_fraction * 100, acc.failed,
+        acc.health.saturated ? "yes" : "no");
     if (acc.failed > 0 || acc.warmup_failed > 0) fmt::print("{}\n", failures_text(acc).substr(1));
   }
+  fmt::print(
+      "  due/got ev/s: token events per second the schedule asks for / the client received; TTFT, ITL: client-measured "
+      "minus truth; srv: the server's delivery lateness (socket write minus schedule; 200 us ticks); lag p99: client "
+      "event-loop lag; rd dly: mean delay of reads after the kernel stamped them (removed from the stamps); coal%: ITL "
+      "gaps of 0 (two events in one read: the earlier one is stamped late); sat: the client marked itself saturated\n");
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace ix::serve {
 namespace {
@@ -15,6 +16,18 @@ std::vector<double> ttft_buckets() {
 }
 std::vector<double> tpot_buckets() {
   return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+}
+// 1 µs .. 10 s, ten log-spaced bounds per decade (±12 % resolution for percentiles).
+std::vector<double> lateness_buckets() {
+  std::vector<double> bounds;
+  for (int exponent = -6; exponent <= 0; ++exponent) {
+    // Parsed from decimal text, so each bound is the double nearest its decimal (prints as "1.6e-06").
+    for (const char* m : {"1", "1.25", "1.6", "2", "2.5", "3.2", "4", "5", "6.3", "8"}) {
+      bounds.push_back(std::stod(fmt::format("{}e{}", m, exponent)));
+    }
+  }
+  bounds.push_back(10.0);
+  return bounds;
 }
 std::vector<double> e2e_buckets() {
   return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
@@ -86,7 +99,11 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, number(static_cast<double>(cumulative)));
 }
 
-ServeMetrics::ServeMetrics() : ttft_(ttft_buckets()), inter_token_(tpot_buckets()), e2e_(e2e_buckets()) {}
+ServeMetrics::ServeMetrics()
+    : ttft_(ttft_buckets()),
+      inter_token_(tpot_buckets()),
+      e2e_(e2e_buckets()),
+      delivery_lateness_(lateness_buckets()) {}
 
 void ServeMetrics::count_finished(sim::FinishReason reason) {
   switch (reason) {
@@ -144,6 +161,9 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   inter_token_.render(out, "vllm:time_per_output_token_seconds",
                       "Histogram of time per output token in seconds (gap between consecutive outputs).", labels);
   e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
+  delivery_lateness_.render(
+      out, "ixbench:token_delivery_lateness_seconds",
+      "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", labels);
   gauge(out, "ixbench:profile_starts_total", "Calls of /start_profile.", "counter", labels,
         static_cast<double>(profile_starts_.load(std::memory_order_relaxed)));
   gauge(out, "ixbench:profile_stops_total", "Calls of /stop_profile.", "counter", labels,

@@ -48,6 +48,10 @@ class ServeMetrics {
   void observe_ttft_s(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_s(double seconds) { inter_token_.observe(seconds); }
   Histogram& inter_token() { return inter_token_; }
+  // Delivery lateness: when a token event was handed to the socket minus its scheduled time
+  // (engine time). With --fixed-* this is the server's own timing error (tick granularity,
+  // scheduling, a busy loop); clients subtract it from what they measured to isolate their own.
+  Histogram& delivery_lateness() { return delivery_lateness_; }
   void observe_e2e_s(double seconds) { e2e_.observe(seconds); }
   void count_finished(sim::FinishReason reason);
   void count_profile_start() { profile_starts_.fetch_add(1, std::memory_order_relaxed); }
@@ -61,6 +65,7 @@ class ServeMetrics {
   Histogram ttft_;
   Histogram inter_token_;
   Histogram e2e_;
+  Histogram delivery_lateness_;
   std::atomic<int64_t> finished_length_{0};
   std::atomic<int64_t> finished_stop_{0};
   std::atomic<int64_t> finished_abort_{0};

@@ -53,6 +53,7 @@ using http::PullStatus;
 using http::ServerResponse;
 
 constexpr size_t kInterTokenBuckets = 20;  // vLLM's 19 TPOT bounds + +Inf
+constexpr size_t kLatenessBuckets = 72;    // ServeMetrics' 71 delivery-lateness bounds + +Inf
 
 ServerResponse json_response(int status, std::string body) {
   ServerResponse response;
@@ -117,6 +118,11 @@ struct StreamShared {
   // Inter-token gaps are counted here and merged once (no shared atomics per token).
   std::array<uint32_t, kInterTokenBuckets> inter_token_counts{};
   int64_t inter_token_sum_ns = 0;
+  // Scheduled times of the events in `runs` (first and last; a stream's events are evenly spaced
+  // on a fixed schedule), for the delivery-lateness histogram.
+  int64_t pending_first_ns = 0;
+  int64_t pending_last_ns = 0;
+  uint32_t pending_events = 0;
 };
 
 void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
@@ -142,6 +148,8 @@ void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
       shared.inter_token_sum_ns += gap_ns;
     }
     shared.last_event_ns = event.time_ns;
+    if (shared.pending_events++ == 0) shared.pending_first_ns = event.time_ns;
+    shared.pending_last_ns = event.time_ns;
     if (event.finish != sim::FinishReason::kNone) {
       shared.finished = true;
       shared.finish = event.finish;
@@ -188,12 +196,15 @@ class CompletionSource final : public http::BodySource {
     for (const auto& stop : spec_.stop) max_stop_bytes_ = std::max(max_stop_bytes_, stop.size());
   }
 
-  ~CompletionSource() override { cancel_engine(); }
+  ~CompletionSource() override {
+    cancel_engine();
+    state_.metrics.delivery_lateness().merge(lateness_counts_, lateness_sum_ns_);
+  }
 
   void set_engine_request(uint64_t id) { engine_request_ = id; }
 
   PullResult pull(std::string& out, size_t budget_bytes, int64_t now_ns) override {
-    take_events();
+    take_events(now_ns);
     if (spec_.stream && spec_.kind == ApiKind::kChat && !role_sent_) {
       role_sent_ = true;
       out += "data: " + head_ +
@@ -242,9 +253,15 @@ class CompletionSource final : public http::BodySource {
   }
 
  private:
-  void take_events() {
+  // Events are written in the pull that takes them (unless a no-delay backlog exceeds the write
+  // budget), so `now_ns` is their delivery time.
+  void take_events(int64_t now_ns) {
     std::lock_guard lock(shared_->mutex);
     shared_->wake_requested = false;
+    if (shared_->pending_events > 0) {
+      record_lateness(now_ns, shared_->pending_first_ns, shared_->pending_last_ns, shared_->pending_events);
+      shared_->pending_events = 0;
+    }
     for (const Run& run : shared_->runs) {
       if (!backlog_.empty() && backlog_.back().tokens_each == run.tokens_each && backlog_head_ < backlog_.size()) {
         backlog_.back().events += run.events;
@@ -257,6 +274,25 @@ class CompletionSource final : public http::BodySource {
     finish_ = shared_->finish;
     prompt_tokens_ = shared_->prompt_tokens;
     cached_tokens_ = shared_->cached_tokens;
+  }
+
+  void record_lateness(int64_t now_ns, int64_t first_ns, int64_t last_ns, uint32_t events) {
+    Histogram& histogram = state_.metrics.delivery_lateness();
+    if (first_ns == last_ns) {
+      const int64_t late = std::max<int64_t>(now_ns - first_ns, 0);
+      const size_t bucket = histogram.bucket_of(static_cast<double>(late) / 1e9);
+      if (bucket < lateness_counts_.size()) lateness_counts_[bucket] += events;
+      lateness_sum_ns_ += late * events;
+      return;
+    }
+    const double step = static_cast<double>(last_ns - first_ns) / static_cast<double>(events - 1);
+    for (uint32_t i = 0; i < events; ++i) {
+      const int64_t due = first_ns + static_cast<int64_t>(step * i);
+      const int64_t late = std::max<int64_t>(now_ns - due, 0);
+      const size_t bucket = histogram.bucket_of(static_cast<double>(late) / 1e9);
+      if (bucket < lateness_counts_.size()) ++lateness_counts_[bucket];
+      lateness_sum_ns_ += late;
+    }
   }
 
   // One engine event = one SSE event carrying `tokens` tokens of text.
@@ -383,6 +419,8 @@ class CompletionSource final : public http::BodySource {
   uint64_t engine_request_ = 0;
   bool engine_done_ = false;
   bool ended_ = false;
+  std::array<uint32_t, kLatenessBuckets> lateness_counts_{};
+  int64_t lateness_sum_ns_ = 0;
   // Events taken from the shared queue, not yet rendered.
   std::vector<Run> backlog_;
   size_t backlog_head_ = 0;

@@ -19,6 +19,8 @@ std::string render_sample() {
   metrics.observe_ttft_s(5000.0);
   metrics.observe_inter_token_s(0.02);
   metrics.observe_e2e_s(1.2);
+  metrics.delivery_lateness().observe(0.00015);
+  metrics.delivery_lateness().observe(0.004);
   metrics.count_finished(sim::FinishReason::kLength);
   metrics.count_finished(sim::FinishReason::kStop);
   metrics.count_profile_start();

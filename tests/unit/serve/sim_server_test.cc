@@ -306,6 +306,34 @@ TEST(SimServer, FixedScheduleTimingOverHttp) {
   EXPECT_LT(last_ms, 1000.0);
 }
 
+// The server's own timing error is exported: one delivery-lateness sample per token event, never
+// negative (never early), and small against a 50 ms schedule on an idle machine.
+TEST(SimServer, FixedScheduleExportsDeliveryLateness) {
+  Server server(Mode::kFixed, {}, 20, 10);
+  auto client = RawHttpClient::connect(server.server->port());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":5,"stream":true})")));
+  auto response = client->read_response();
+  ASSERT_TRUE(response && response->complete);
+  // The stream's samples are merged when the connection lets go of the finished stream.
+  std::string metrics;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    metrics = server.get("/metrics").body;
+    if (metrics.find("ixbench:token_delivery_lateness_seconds_count{model_name=\"test-model\"} 5.0") !=
+        std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(metrics.find("ixbench:token_delivery_lateness_seconds_count{model_name=\"test-model\"} 5.0"),
+            std::string::npos)
+      << metrics;
+  // At most one token may be later than 50 ms (a loaded test machine), none beyond 10 s.
+  const std::string le50 = "ixbench:token_delivery_lateness_seconds_bucket{model_name=\"test-model\",le=\"0.05\"} ";
+  const size_t at = metrics.find(le50);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GE(std::stod(metrics.substr(at + le50.size())), 4.0);
+}
+
 TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
   Server server(Mode::kFixed, {}, 1, 50);
   {
