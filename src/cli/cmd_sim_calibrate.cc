@@ -19,6 +19,7 @@ struct CalibrateFlags {
   int32_t max_prompts = 200;
   bool quiet = false;
   std::string residuals_csv;
+  bool spec_groups = false;
 };
 
 int run_calibrate(const CalibrateFlags& flags) {
@@ -30,6 +31,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   options.holdout = flags.holdout;
   options.iterations = flags.iterations;
   options.max_prompts = flags.max_prompts;
+  options.spec_groups = flags.spec_groups;
   auto report = sim::fit_calibration(*data, options, [&](const std::string& line) {
     if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
   });
@@ -78,6 +80,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--max-prompts", flags->max_prompts, "cap on simulated requests per point (at least 1.5 x conc)")
       ->capture_default_str();
   cmd->add_option("--residuals-csv", flags->residuals_csv, "write measured vs predicted values per point here");
+  cmd->add_flag("--spec-groups", flags->spec_groups,
+                "also fit per speculative-decoding groups (lower in-sample, higher held-out error)");
   cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
   registry.on_run(cmd, [flags] { return run_calibrate(*flags); });
 }

@@ -445,7 +445,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     }
     for (const auto& [key, members] : by_spec) {
       const auto& [hardware, spec] = key;
-      if (spec == "none" || members.size() < 3) continue;
+      if (!options.spec_groups || spec == "none" || members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
       apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
       next.add(CalibrationGroup{hardware, "*", "*", spec, e, int32_t(members.size())});
@@ -461,7 +461,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     }
     for (const auto& [key, members] : by_group_spec) {
       const auto& [hardware, framework, precision, spec] = key;
-      if (members.size() < 3) continue;
+      if (!options.spec_groups || members.size() < 3) continue;
       auto parent = group_level.find({hardware, framework, precision});
       Efficiency e = parent != group_level.end() ? parent->second : hardware_level[hardware];
       apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
@@ -472,9 +472,10 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
   table.set_source(fmt::format(
       "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "
       "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
-      "points",
+      "points{}",
       std::count(fitted.begin(), fitted.end(), true),
-      options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations));
+      options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
+      options.spec_groups ? ", and per speculative-decoding method" : ""));
 
   say("final: simulating every point with the fitted factors");
   const auto final_sims = simulate_all(points, table, options);

@@ -9,8 +9,8 @@
 // closed form; they are fitted per group by minimising squared log errors of TPOT,
 // tput_per_gpu and TTFT (Nelder-Mead in log space, with a ridge toward the parent level), then
 // the points are simulated again with the new factors and refitted (`iterations` rounds).
-// Levels: all hardware (the defaults), per hardware, per (hw, spec decoding), per (hw, framework,
-// precision) and per (hw, framework, precision, spec decoding), each with >= 3 points.
+// Levels: all hardware (the defaults), per hardware, per (hw, framework, precision) with >= 3
+// points; with spec_groups also per (hw, spec decoding) and (hw, framework, precision, spec).
 //
 // Validation: with `holdout`, each (group, isl, osl, topology, spec) series is fitted only on its
 // lowest and highest concurrency and judged on the concurrencies between them.
@@ -57,6 +57,9 @@ struct FitOptions {
   // points affordable while the low-concurrency ones run in full.
   int32_t max_prompts = 200;
   uint64_t seed = 0;
+  // Also fit per-spec-decoding groups (hw/*/*/spec and hw/framework/precision/spec). Off by
+  // default: it lowers the in-sample error but raises the held-out error (docs/simulator.md).
+  bool spec_groups = false;
 };
 
 struct PointResidual {
