@@ -8,6 +8,8 @@
 #include <chrono>
 #include <string>
 
+#include "common/strings.h"
+
 namespace ix::log {
 namespace {
 
@@ -35,9 +37,7 @@ Level level() {
 }
 
 Result<Level> parse_level(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(name);
   if (lower == "trace") return Level::kTrace;
   if (lower == "debug") return Level::kDebug;
   if (lower == "info") return Level::kInfo;

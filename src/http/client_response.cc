@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace ix::http {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -62,7 +57,7 @@ Result<void> ResponseParser::parse_head(std::string_view head) {
     if (colon == std::string_view::npos || colon == 0) {
       return fail(ErrorCode::kParse, "malformed HTTP header line '" + std::string(line.substr(0, 80)) + "'");
     }
-    const std::string name = lower(trim(line.substr(0, colon)));
+    const std::string name = ascii_lower(trim(line.substr(0, colon)));
     const std::string_view value = trim(line.substr(colon + 1));
     if (name == "content-length") {
       int64_t v = -1;
@@ -72,13 +67,13 @@ Result<void> ResponseParser::parse_head(std::string_view head) {
       }
       length = v;
     } else if (name == "transfer-encoding") {
-      chunked = lower(value).find("chunked") != std::string::npos;
+      chunked = ascii_lower(value).find("chunked") != std::string::npos;
     } else if (name == "connection") {
-      const std::string v = lower(value);
+      const std::string v = ascii_lower(value);
       if (v.find("close") != std::string::npos) keep_alive = false;
       if (v.find("keep-alive") != std::string::npos) keep_alive = true;
     } else if (name == "content-type") {
-      content_type = lower(value);
+      content_type = ascii_lower(value);
     }
   }
   if (status >= 100 && status < 200 && status != 101) {

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "common/strings.h"
+
 namespace ix::http {
 namespace {
 
@@ -19,27 +21,11 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t index = 0; index < a.size(); ++index) {
-    char x = a[index] >= 'A' && a[index] <= 'Z' ? static_cast<char>(a[index] + 32) : a[index];
-    char y = b[index] >= 'A' && b[index] <= 'Z' ? static_cast<char>(b[index] + 32) : b[index];
-    if (x != y) return false;
-  }
-  return true;
-}
-
 // True when the comma-separated header value contains `token` (case-insensitive).
 bool has_token(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    if (iequals(trim(value.substr(0, comma)), token)) return true;
+    if (ascii_iequals(trim(value.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -207,7 +193,7 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
         return error(400, "invalid character in header field value");
       }
     }
-    HeaderField field{lower(name), std::string(value)};
+    HeaderField field{ascii_lower(name), std::string(value)};
     if (field.name == "content-length") {
       uint64_t length = 0;
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
@@ -219,14 +205,14 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
     } else if (field.name == "transfer-encoding") {
       if (has_token(value, "chunked")) {
         chunked = true;
-      } else if (!iequals(value, "identity")) {
+      } else if (!ascii_iequals(value, "identity")) {
         return error(501, "unsupported Transfer-Encoding '" + std::string(value) + "'");
       }
     } else if (field.name == "connection") {
       connection_close = connection_close || has_token(value, "close");
       connection_keep_alive = connection_keep_alive || has_token(value, "keep-alive");
     } else if (field.name == "expect") {
-      if (!iequals(value, "100-continue")) return error(417, "unsupported Expect value");
+      if (!ascii_iequals(value, "100-continue")) return error(417, "unsupported Expect value");
       request.expect_continue = true;
     }
     request.headers.push_back(std::move(field));

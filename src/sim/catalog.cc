@@ -10,17 +10,11 @@
 #include <sstream>
 
 #include "common/json_io.h"
+#include "common/strings.h"
 
 namespace ix::sim {
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // Reads numeric and string fields with the entry name in every error, so a bad catalog edit is
 // found at once.
@@ -100,7 +94,7 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
     where = fmt::format("hardware.json: entry '{}'", std::string(it->value().as_string()));
   EntryReader reader(object, where);
   HardwareSpec spec;
-  spec.name = lower(reader.text("name"));
+  spec.name = ascii_lower(reader.text("name"));
   spec.aliases = reader.strings("aliases");
   spec.vendor = reader.text("vendor");
   spec.hbm_bytes = reader.number("hbm_gib") * 1073741824.0;
@@ -133,7 +127,7 @@ Result<ModelSpec> parse_model(const boost::json::value& value, size_t index) {
     where = fmt::format("models.json: entry '{}'", std::string(it->value().as_string()));
   EntryReader reader(object, where);
   ModelSpec spec;
-  spec.name = lower(reader.text("name"));
+  spec.name = ascii_lower(reader.text("name"));
   spec.aliases = reader.strings("aliases");
   std::string attention = reader.text("attention");
   spec.num_layers = reader.integer("num_layers");
@@ -190,7 +184,7 @@ Result<ModelSpec> parse_model(const boost::json::value& value, size_t index) {
 bool matches(const std::string& query, const std::string& name, const std::vector<std::string>& aliases) {
   if (query == name) return true;
   for (const auto& alias : aliases)
-    if (query == lower(alias)) return true;
+    if (query == ascii_lower(alias)) return true;
   return false;
 }
 
@@ -206,7 +200,7 @@ std::string known_names(const std::vector<Spec>& specs) {
 
 template <typename Spec>
 const Spec* find_spec(const std::vector<Spec>& specs, const std::string& name) {
-  std::string query = lower(name);
+  std::string query = ascii_lower(name);
   for (const auto& spec : specs)
     if (matches(query, spec.name, spec.aliases)) return &spec;
   // Without the organisation prefix ("nvidia/...").

@@ -8,17 +8,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/strings.h"
 #include "sim/engine_core.h"
 
 namespace ix::sim {
 
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 int32_t engine_gpus(const WorkerTopology& topology) {
   return std::max({1, topology.tp, topology.ep});
@@ -51,7 +46,7 @@ Result<std::string> read_optional(const std::filesystem::path& path) {
 }  // namespace
 
 Result<SpecDecoding> parse_spec_decoding(const std::string& text) {
-  const std::string value = lower(text);
+  const std::string value = ascii_lower(text);
   if (value == "none" || value.empty()) return SpecDecoding::kNone;
   if (value == "mtp") return SpecDecoding::kMtp;
   if (value == "draft_model" || value == "draft-model" || value == "eagle" || value == "eagle3")
@@ -70,7 +65,7 @@ std::string spec_decoding_name(SpecDecoding spec) {
 }
 
 Result<FrameworkFamily> framework_family(const std::string& framework) {
-  std::string value = lower(framework);
+  std::string value = ascii_lower(framework);
   for (std::string_view prefix : {"dynamo-", "mori-", "llmd-", "llm-d-"})
     if (value.starts_with(prefix)) value = value.substr(prefix.size());
   if (value.ends_with("-disagg")) value = value.substr(0, value.size() - 7);
@@ -182,7 +177,7 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
     if (!parsed) return fail(parsed.error());
     table = std::move(*parsed);
   }
-  engine.efficiency = table.lookup(engine.hardware.name, lower(config.framework), config.precision,
+  engine.efficiency = table.lookup(engine.hardware.name, ascii_lower(config.framework), config.precision,
                                    spec_decoding_name(config.spec_decoding), &engine.calibration_group);
   engine.calibration_source = table.source();
 

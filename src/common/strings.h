@@ -1,0 +1,29 @@
+// Small string helpers shared by every layer.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ix {
+
+// ASCII-only lower-casing (locale-independent): for names, flags, header fields and aliases.
+// Bytes outside A-Z (UTF-8 included) are left as they are.
+inline std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+  return out;
+}
+
+// ASCII case-insensitive equality.
+inline bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t index = 0; index < a.size(); ++index) {
+    char x = a[index], y = b[index];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + ('a' - 'A'));
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + ('a' - 'A'));
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace ix
