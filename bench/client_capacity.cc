@@ -698,7 +698,7 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "  due/got ev/s: token events per second the schedule asks for / the client received; TTFT, ITL: client-measured "
-      "minus truth; srv: the server's delivery lateness (socket write minus schedule; 200 us ticks); lag p99: client "
+      "minus truth; srv: the server's delivery lateness (socket write minus schedule); lag p99: client "
       "event-loop lag; rd dly: mean delay of reads after the kernel stamped them (removed from the stamps); coal%: ITL "
       "gaps of 0 (two events in one read: the earlier one is stamped late); sat: the client marked itself saturated\n");
   return 0;

@@ -19,7 +19,9 @@
 // the loop thread whenever the socket can take more bytes, so a fast source is paced by the peer
 // (backpressure) and everything a source returns in one pull goes out in one write. A source that
 // has nothing to send returns kWait, optionally with a time to be pulled again; anyone may call
-// the request's Waker (any thread) to have it pulled earlier.
+// the request's Waker (any thread) to have it pulled earlier. A kWait with a time is served by the
+// connection's timer on its own loop (every loop keeps the due times of its connections in one
+// timer queue); loop threads run with 1 ns timer slack, so the pull comes when due, never before.
 //
 // Thread-safety: HttpServer's methods are thread-safe. BodySource methods are called on one loop
 // thread only. Waker::wake() may be called from any thread at any time, also after the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 namespace ix::serve {
 
@@ -25,8 +26,7 @@ FixedScheduleEngine::FixedScheduleEngine(double ttft_ms, double itl_ms, int32_t 
       itl_ns_(static_cast<int64_t>(itl_ms * 1e6)),
       tick_ns_(tick_ns),
       max_model_len_(max_model_len),
-      clock_(clock),
-      thread_([this] { run(); }) {}
+      clock_(clock) {}
 
 FixedScheduleEngine::~FixedScheduleEngine() {
   {
@@ -34,7 +34,7 @@ FixedScheduleEngine::~FixedScheduleEngine() {
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 Result<uint64_t> FixedScheduleEngine::submit(sim::GenerationRequest request, Sink sink) {
@@ -45,6 +45,8 @@ Result<uint64_t> FixedScheduleEngine::submit(sim::GenerationRequest request, Sin
   }
   int64_t now = clock_.now_ns();
   std::lock_guard lock(mutex_);
+  // A server that only admits never pays for the thread.
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   uint64_t id = next_id_++;
   active_.emplace(id, Active{std::move(sink), now, request.max_tokens, 0, prompt_tokens});
   bool was_empty = first_queue_.empty();
@@ -61,9 +63,52 @@ void FixedScheduleEngine::cancel(uint64_t request_id) {
   if (active_.erase(request_id) > 0) --counters_.num_requests_running;
 }
 
-sim::EngineMetrics FixedScheduleEngine::metrics() const {
+Result<FixedScheduleEngine::Schedule> FixedScheduleEngine::admit(const sim::GenerationRequest& request) {
+  auto prompt_tokens = static_cast<int32_t>(request.prompt_token_ids.size());
+  if (request.max_tokens < 1) return fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (auto fits = check_context_length(prompt_tokens, request.max_tokens, max_model_len_); !fits) {
+    return std::unexpected(fits.error());
+  }
+  Schedule schedule;
+  // Ids from the upper half never collide with submit()'s.
+  schedule.id = admitted_next_id_.fetch_add(1, std::memory_order_relaxed);
+  schedule.first_due_ns = clock_.now_ns() + ttft_ns_;
+  schedule.itl_ns = itl_ns_;
+  schedule.max_tokens = request.max_tokens;
+  schedule.prompt_tokens = prompt_tokens;
+  admitted_prompt_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  admitted_running_.fetch_add(1, std::memory_order_relaxed);
+  return schedule;
+}
+
+void FixedScheduleEngine::count_generated(int32_t tokens) {
+  static thread_local const size_t slot = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kSlots;
+  admitted_generated_[slot].value.fetch_add(tokens, std::memory_order_relaxed);
+}
+
+void FixedScheduleEngine::release(bool completed) {
+  admitted_running_.fetch_sub(1, std::memory_order_relaxed);
+  if (completed) admitted_success_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool FixedScheduleEngine::delivery_thread_started() const {
   std::lock_guard lock(mutex_);
-  return counters_;
+  return thread_.joinable();
+}
+
+sim::EngineMetrics FixedScheduleEngine::metrics() const {
+  sim::EngineMetrics metrics;
+  {
+    std::lock_guard lock(mutex_);
+    metrics = counters_;
+  }
+  metrics.prompt_tokens_total += admitted_prompt_tokens_.load(std::memory_order_relaxed);
+  metrics.num_requests_running += admitted_running_.load(std::memory_order_relaxed);
+  metrics.request_success_total += admitted_success_.load(std::memory_order_relaxed);
+  for (const Slot& slot : admitted_generated_) {
+    metrics.generation_tokens_total += slot.value.load(std::memory_order_relaxed);
+  }
+  return metrics;
 }
 
 void FixedScheduleEngine::run() {

@@ -2,13 +2,19 @@
 // `--no-delay`: exact, predictable schedules to test clients against and to measure the HTTP
 // front's own capacity.
 //
-// FixedScheduleEngine: the first token of a request is produced `ttft_ms` after submit(), then one
-// token every `itl_ms`, always `max_tokens` tokens (finish kLength). Event times are on an absolute
-// schedule (submit + ttft + i·itl): a late wake-up delivers the overdue events at once but never
-// shifts later ones (no drift). Events carry the scheduled time in time_ns and are delivered
-// never before it, at most one tick (200 µs by default) plus scheduling latency after it. One
-// thread delivers all events; per event O(1) (two FIFO queues: every request has the same ttft and itl, so both
-// queues stay sorted by due time).
+// FixedScheduleEngine: the first token of a request is produced `ttft_ms` after it is admitted,
+// then one token every `itl_ms`, always `max_tokens` tokens (finish kLength). Event times are on an
+// absolute schedule (admit + ttft + i·itl): a late wake-up delivers the overdue events at once but
+// never shifts later ones (no drift), and no event is delivered before its time. Two ways in:
+//   - admit() (what the HTTP front uses): the engine only hands out the request's schedule and
+//     keeps the counters; the caller produces the events itself on its own thread, at their due
+//     times (SimServer: on the connection's event loop, from that loop's timers). No engine thread
+//     and no cross-thread hand-off per token, so delivery scales with the front's loop threads.
+//   - submit() (the LiveEngine contract): one engine thread, started on the first submit(),
+//     delivers every request's events to its sink; it wakes at most once per tick (200 µs by
+//     default) and then delivers every event due by then, so an event is at most one tick (plus
+//     scheduling latency) late. Per event O(1) (two FIFO queues: every request has the same ttft
+//     and itl, so both queues stay sorted by due time).
 //
 // NoDelayEngine: every token of a request is produced at submit() time: all events are delivered
 // inline, from inside submit(), before it returns (the one deviation from LiveEngine's "sinks run
@@ -23,6 +29,7 @@
 // cancel() returns, no event of that request is delivered).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -39,7 +46,7 @@ namespace ix::serve {
 
 class FixedScheduleEngine final : public sim::LiveEngine {
  public:
-  // Delivery granularity: the engine thread wakes at most once per tick and then delivers every
+  // Delivery granularity of submit(): the engine thread wakes at most once per tick and then delivers every
   // event due by then, so an event is delivered at most one tick (plus scheduling latency) after
   // its scheduled time, and never before it. Event times (time_ns) are the exact schedule.
   static constexpr int64_t kDefaultTickNs = 200'000;
@@ -54,6 +61,26 @@ class FixedScheduleEngine final : public sim::LiveEngine {
   void cancel(uint64_t request_id) override;
   sim::EngineMetrics metrics() const override;
   int32_t max_model_len() const override { return max_model_len_; }
+
+  // A request admitted for caller-side delivery: token i (0-based) is due at
+  // first_due_ns + i·itl_ns (steady-clock ns), i < max_tokens.
+  struct Schedule {
+    uint64_t id = 0;
+    int64_t first_due_ns = 0;
+    int64_t itl_ns = 0;
+    int32_t max_tokens = 0;
+    int32_t prompt_tokens = 0;
+  };
+  // Checks the request like submit() and starts its schedule now; counts it as running. The
+  // caller produces the events (never before their due time), reports them with
+  // count_generated(), and ends the request exactly once with release(). Lock-free.
+  Result<Schedule> admit(const sim::GenerationRequest& request);
+  // `tokens` tokens of admitted requests were produced (one relaxed add on a per-thread slot).
+  void count_generated(int32_t tokens);
+  // An admitted request ended: `completed` (all max_tokens produced) or cancelled.
+  void release(bool completed);
+  // Whether submit() has started the engine thread (admit() never does).
+  bool delivery_thread_started() const;
 
  private:
   struct Active {
@@ -83,7 +110,18 @@ class FixedScheduleEngine final : public sim::LiveEngine {
   std::deque<Due> first_queue_;   // waiting for their first token, sorted by due time
   std::deque<Due> decode_queue_;  // waiting for their next token, sorted by due time
   sim::EngineMetrics counters_;
-  std::thread thread_;
+  std::thread thread_;  // started by the first submit()
+  // Counters of admitted requests (no lock: the front's loop threads update them). Generated
+  // tokens go to one of several cache-line-sized slots chosen by thread, so loops do not contend.
+  struct alignas(64) Slot {
+    std::atomic<int64_t> value{0};
+  };
+  static constexpr size_t kSlots = 16;
+  std::array<Slot, kSlots> admitted_generated_{};
+  std::atomic<uint64_t> admitted_next_id_{1ull << 63};
+  std::atomic<int64_t> admitted_prompt_tokens_{0};
+  std::atomic<int64_t> admitted_running_{0};
+  std::atomic<int64_t> admitted_success_{0};
 };
 
 class NoDelayEngine final : public sim::LiveEngine {

@@ -15,6 +15,7 @@
 #include "common/rng.h"
 #include "http/server.h"
 #include "serve/openai_request.h"
+#include "serve/schedule_engines.h"
 #include "serve/serve_metrics.h"
 
 namespace ix::serve {
@@ -32,13 +33,17 @@ struct ServeState {
   std::mutex profile_mutex;
   int64_t profile_started_ns = 0;  // 0 = no window open
   std::unique_ptr<sim::LiveEngine> engine;
+  // Set when the engine is a fixed schedule: requests are then admitted and their events produced
+  // by the connection's own event loop (CompletionSource::produce_due), not by an engine thread.
+  FixedScheduleEngine* fixed = nullptr;
 
   ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text)
       : options(std::move(opts)),
         codec(std::move(text)),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
-        engine(std::move(eng)) {}
+        engine(std::move(eng)),
+        fixed(dynamic_cast<FixedScheduleEngine*>(engine.get())) {}
 };
 
 struct SimServer::Impl {
@@ -202,8 +207,15 @@ class CompletionSource final : public http::BodySource {
   }
 
   void set_engine_request(uint64_t id) { engine_request_ = id; }
+  // The request was admitted to the fixed schedule: this source produces its events.
+  void set_schedule(const FixedScheduleEngine::Schedule& schedule) {
+    schedule_ = schedule;
+    scheduled_ = true;
+    engine_request_ = schedule.id;
+  }
 
   PullResult pull(std::string& out, size_t budget_bytes, int64_t now_ns) override {
+    if (scheduled_) produce_due(now_ns);
     take_events(now_ns);
     if (spec_.stream && spec_.kind == ApiKind::kChat && !role_sent_) {
       role_sent_ = true;
@@ -243,7 +255,7 @@ class CompletionSource final : public http::BodySource {
       backlog_head_ = 0;
     }
     if (stopped_ || (finished_ && backlog_.empty())) return finish(out);
-    return {PullStatus::kWait, 0};
+    return {PullStatus::kWait, next_due_ns()};
   }
 
   void on_abort() override {
@@ -253,6 +265,42 @@ class CompletionSource final : public http::BodySource {
   }
 
  private:
+  // Fixed schedule, on the connection's loop: every token due by `now_ns` becomes an event now
+  // (exact scheduled time_ns; overdue tokens of this stream go out together in this pull), and
+  // the pull returns the next due time, for which the loop arms this connection's timer. The
+  // loop's timer queue is the schedule of all its streams; nothing is produced early.
+  void produce_due(int64_t now_ns) {
+    if (engine_done_ || produced_ >= schedule_.max_tokens || now_ns < schedule_.first_due_ns) return;
+    // With itl 0 every token is due with the first.
+    const int64_t due_count =
+        schedule_.itl_ns <= 0
+            ? schedule_.max_tokens
+            : std::min<int64_t>(schedule_.max_tokens, (now_ns - schedule_.first_due_ns) / schedule_.itl_ns + 1);
+    if (due_count <= produced_) return;
+    sim::TokenEvent event;
+    event.request_id = schedule_.id;
+    event.new_tokens = 1;
+    event.prompt_tokens = schedule_.prompt_tokens;
+    const int32_t before = produced_;
+    while (produced_ < due_count) {
+      event.time_ns = schedule_.first_due_ns + produced_ * schedule_.itl_ns;
+      ++produced_;
+      event.total_output_tokens = produced_;
+      event.finish = produced_ == schedule_.max_tokens ? sim::FinishReason::kLength : sim::FinishReason::kNone;
+      on_token_event(*shared_, event);
+    }
+    state_.fixed->count_generated(produced_ - before);
+    if (produced_ == schedule_.max_tokens) {
+      engine_done_ = true;
+      state_.fixed->release(true);
+    }
+  }
+
+  int64_t next_due_ns() const {
+    if (!scheduled_ || engine_done_ || produced_ >= schedule_.max_tokens) return 0;
+    return schedule_.first_due_ns + produced_ * schedule_.itl_ns;
+  }
+
   // Events are written in the pull that takes them (unless a no-delay backlog exceeds the write
   // budget), so `now_ns` is their delivery time.
   void take_events(int64_t now_ns) {
@@ -407,7 +455,12 @@ class CompletionSource final : public http::BodySource {
       finished = shared_->finished;
       shared_->finished = true;  // drop any event still in flight
     }
-    if (!finished) state_.engine->cancel(engine_request_);
+    if (finished) return;
+    if (scheduled_) {
+      state_.fixed->release(false);
+    } else {
+      state_.engine->cancel(engine_request_);
+    }
   }
 
   ServeState& state_;
@@ -418,6 +471,10 @@ class CompletionSource final : public http::BodySource {
   std::string suffix_;
   uint64_t engine_request_ = 0;
   bool engine_done_ = false;
+  // Fixed schedule (see produce_due).
+  bool scheduled_ = false;
+  FixedScheduleEngine::Schedule schedule_;
+  int32_t produced_ = 0;
   bool ended_ = false;
   std::array<uint32_t, kLatenessBuckets> lateness_counts_{};
   int64_t lateness_sum_ns_ = 0;
@@ -611,7 +668,8 @@ class Router {
     spec.token_offset = static_cast<size_t>(mixed % state_.codec->output_tokens().size());
 
     auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
-    shared->waker = context.waker();
+    // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
+    if (state_.fixed == nullptr) shared->waker = context.waker();
     auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));
 
     sim::GenerationRequest generation;
@@ -619,14 +677,20 @@ class Router {
     generation.max_tokens = static_cast<int32_t>(plan.short_tokens != 0 ? plan.short_tokens : max_tokens);
     generation.ignore_eos = parsed->ignore_eos;
     if (parsed->user) generation.session_id = fnv1a64(*parsed->user);
-    auto submitted = state_.engine->submit(std::move(generation),
-                                           [shared](const sim::TokenEvent& event) { on_token_event(*shared, event); });
-    if (!submitted) {
-      return error_response(
-          submitted.error().code() == ErrorCode::kInvalidArgument ? 400 : 500, submitted.error().message(),
-          submitted.error().code() == ErrorCode::kInvalidArgument ? "BadRequestError" : "InternalServerError");
+    auto engine_error = [](const Error& error) {
+      const bool invalid = error.code() == ErrorCode::kInvalidArgument;
+      return error_response(invalid ? 400 : 500, error.message(), invalid ? "BadRequestError" : "InternalServerError");
+    };
+    if (state_.fixed != nullptr) {
+      auto admitted = state_.fixed->admit(generation);
+      if (!admitted) return engine_error(admitted.error());
+      source->set_schedule(*admitted);
+    } else {
+      auto submitted = state_.engine->submit(
+          std::move(generation), [shared](const sim::TokenEvent& event) { on_token_event(*shared, event); });
+      if (!submitted) return engine_error(submitted.error());
+      source->set_engine_request(*submitted);
     }
-    source->set_engine_request(*submitted);
 
     ServerResponse response;
     if (parsed->stream) {

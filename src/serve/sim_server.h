@@ -16,7 +16,10 @@
 // Tokens come from the engine as TokenEvents on the engine's thread; the front queues them per
 // request (run-length, so a burst costs O(1) memory) and wakes the connection, which renders every
 // event due at once into one write from pre-rendered chunk templates. With the NoDelayEngine the
-// whole output is due at submit, so the stream is paced only by how fast the client reads.
+// whole output is due at submit, so the stream is paced only by how fast the client reads. With
+// the FixedScheduleEngine no engine thread is involved: the request is admitted to the schedule
+// and the connection's own event loop produces each event when its timer fires at the due time
+// (one timer per stream in the loop's timer queue), so delivery scales with the loop threads.
 //
 // Thread-safety: start() and stop() from one controlling thread; port()/connection_count() from
 // any thread. The engine and codec are owned by the server and outlive every connection.

@@ -117,6 +117,38 @@ TEST(FixedScheduleEngine, RejectsPromptsBeyondTheContext) {
   EXPECT_TRUE(engine.submit(request(80, 20), collector.sink()));
 }
 
+TEST(FixedScheduleEngine, AdmitHandsOutTheScheduleAndKeepsTheCounters) {
+  const Clock& clock = steady_clock_instance();
+  FixedScheduleEngine engine(50.0, 10.0, 100, clock);
+  int64_t before = clock.now_ns();
+  auto schedule = engine.admit(request(7, 20));
+  int64_t after = clock.now_ns();
+  ASSERT_TRUE(schedule);
+  EXPECT_GE(schedule->first_due_ns, before + 50'000'000);
+  EXPECT_LE(schedule->first_due_ns, after + 50'000'000);
+  EXPECT_EQ(schedule->itl_ns, 10'000'000);
+  EXPECT_EQ(schedule->max_tokens, 20);
+  EXPECT_EQ(schedule->prompt_tokens, 7);
+  auto second = engine.admit(request(1, 5));
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->id, schedule->id);
+  EXPECT_FALSE(engine.admit(request(90, 20)));  // beyond the context
+  EXPECT_EQ(engine.metrics().num_requests_running, 2);
+  // Tokens reported from several threads are all counted.
+  std::vector<std::thread> threads;
+  for (int index = 0; index < 4; ++index) threads.emplace_back([&] { engine.count_generated(5); });
+  for (auto& thread : threads) thread.join();
+  engine.release(true);
+  engine.release(false);
+  sim::EngineMetrics metrics = engine.metrics();
+  EXPECT_EQ(metrics.prompt_tokens_total, 8);
+  EXPECT_EQ(metrics.generation_tokens_total, 20);
+  EXPECT_EQ(metrics.num_requests_running, 0);
+  EXPECT_EQ(metrics.request_success_total, 1);
+  // Admitting needs no engine thread.
+  EXPECT_FALSE(engine.delivery_thread_started());
+}
+
 TEST(NoDelayEngine, DeliversEveryEventInsideSubmit) {
   const Clock& clock = steady_clock_instance();
   NoDelayEngine engine(4096, clock);

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "serve/schedule_engines.h"
@@ -332,6 +335,87 @@ TEST(SimServer, FixedScheduleExportsDeliveryLateness) {
   const size_t at = metrics.find(le50);
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GE(std::stod(metrics.substr(at + le50.size())), 4.0);
+}
+
+// With several loop threads each connection's loop produces its own stream's events from its
+// timers (no engine thread): every stream gets every token, none early, all counted.
+TEST(SimServer, FixedScheduleIsDeliveredByEachConnectionsLoop) {
+  const Clock& clock = steady_clock_instance();
+  auto engine = std::make_unique<FixedScheduleEngine>(20.0, 5.0, 4096, clock);
+  FixedScheduleEngine* fixed = engine.get();
+  SimServeOptions options;
+  options.port = 0;
+  options.threads = 4;
+  options.model_name = "test-model";
+  auto started = SimServer::start(options, std::move(engine), make_fallback_codec());
+  ASSERT_TRUE(started) << started.error().message();
+  SimServer& server = **started;
+
+  constexpr int kStreams = 32;
+  constexpr int kTokens = 20;
+  std::vector<std::string> problems(kStreams);
+  std::vector<std::thread> clients;
+  for (int stream = 0; stream < kStreams; ++stream) {
+    clients.emplace_back([&, stream] {
+      auto client = RawHttpClient::connect(server.port());
+      if (!client) {
+        problems[stream] = "connect failed";
+        return;
+      }
+      const int64_t sent = clock.now_ns();
+      client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":20,"stream":true})"));
+      auto response = client->read_response(10.0);
+      if (!response || !response->complete) {
+        problems[stream] = "incomplete response";
+        return;
+      }
+      auto lines = sse_data_lines(response->body);
+      if (lines.size() != kTokens + 1 || lines.back() != "[DONE]") {
+        problems[stream] = "got " + std::to_string(lines.size()) + " events";
+        return;
+      }
+      // Token i is due 20 + 5 i ms after the request was admitted (after `sent`): never earlier.
+      int tokens_so_far = 0;
+      for (size_t index = 0; index < response->chunks.size(); ++index) {
+        const std::string& chunk = response->chunks[index];
+        for (size_t pos = chunk.find("data: {"); pos != std::string::npos; pos = chunk.find("data: {", pos + 1)) {
+          ++tokens_so_far;
+        }
+        const int64_t due = sent + 20'000'000 + 5'000'000 * int64_t{std::max(tokens_so_far - 1, 0)};
+        if (tokens_so_far > 0 && response->chunk_times_ns[index] < due) {
+          problems[stream] = "token " + std::to_string(tokens_so_far) + " early";
+          return;
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  for (int stream = 0; stream < kStreams; ++stream) EXPECT_EQ(problems[stream], "") << stream;
+  EXPECT_FALSE(fixed->delivery_thread_started());
+
+  const std::string count = "ixbench:token_delivery_lateness_seconds_count{model_name=\"test-model\"} 640.0";
+  std::string metrics;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto client = RawHttpClient::connect(server.port());
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(client->send(make_get("/metrics")));
+    auto response = client->read_response(10.0);
+    ASSERT_TRUE(response);
+    metrics = response->body;
+    if (metrics.find(count) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(metrics.find(count), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("vllm:generation_tokens_total{model_name=\"test-model\"} 640.0"), std::string::npos);
+  EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(metrics.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 32.0"),
+            std::string::npos);
+}
+
+TEST(SimServer, FixedScheduleWithZeroItlSendsEveryTokenWithTheFirst) {
+  Server server(Mode::kFixed, {}, 20, 0);
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":50,"stream":true})");
+  EXPECT_EQ(sse_data_lines(response.body).size(), 51u);
 }
 
 TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
