@@ -20,18 +20,21 @@ struct CalibrateFlags {
   bool quiet = false;
   std::string residuals_csv;
   bool spec_groups = false;
+  double huber_delta = 0.2;
 };
 
 int run_calibrate(const CalibrateFlags& flags) {
   auto data = sim::load_measured_csv(flags.csv);
   if (!data) return report_error(data.error());
   if (flags.iterations < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--iterations must be >= 1"));
+  if (!(flags.huber_delta >= 0)) return report_error(Error(ErrorCode::kInvalidArgument, "--huber-delta must be >= 0"));
   if (flags.max_prompts < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--max-prompts must be >= 1"));
   sim::FitOptions options;
   options.holdout = flags.holdout;
   options.iterations = flags.iterations;
   options.max_prompts = flags.max_prompts;
   options.spec_groups = flags.spec_groups;
+  options.huber_delta = flags.huber_delta;
   auto report = sim::fit_calibration(*data, options, [&](const std::string& line) {
     if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
   });
@@ -82,6 +85,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--residuals-csv", flags->residuals_csv, "write measured vs predicted values per point here");
   cmd->add_flag("--spec-groups", flags->spec_groups,
                 "also fit per speculative-decoding groups (lower in-sample, higher held-out error)");
+  cmd->add_option("--huber-delta", flags->huber_delta,
+                  "log errors beyond this count linearly in the fit (Huber loss); 0 = least squares")
+      ->capture_default_str();
   cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
   registry.on_run(cmd, [flags] { return run_calibrate(*flags); });
 }

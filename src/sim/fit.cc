@@ -146,6 +146,13 @@ constexpr double kWeightTpot = 1.0;
 constexpr double kWeightTput = 1.0;
 constexpr double kWeightTtft = 0.5;
 
+// Huber loss on a log error: squared up to `delta`, linear beyond it.
+double huber(double x, double delta) {
+  const double a = std::abs(x);
+  if (delta <= 0 || a <= delta) return x * x;
+  return 2 * delta * a - delta * delta;
+}
+
 // Nelder-Mead over log(theta), bounded by clamping.
 Theta minimise(const std::function<double(const Theta&)>& objective, const Theta& start) {
   using Vec = std::array<double, 4>;
@@ -218,7 +225,7 @@ Theta minimise(const std::function<double(const Theta&)>& objective, const Theta
 }
 
 Theta fit_group(const std::vector<size_t>& members, const std::vector<MeasuredPoint>& points,
-                const std::vector<Simulated>& sims, const Theta& prior, double ridge) {
+                const std::vector<Simulated>& sims, const Theta& prior, double ridge, double huber_delta) {
   auto objective = [&](const Theta& t) {
     double sum = 0;
     for (size_t i : members) {
@@ -228,7 +235,8 @@ Theta fit_group(const std::vector<size_t>& members, const std::vector<MeasuredPo
       const double a = log_error(pred.tpot_s, points[i].tpot_s);
       const double b = log_error(pred.tput_per_gpu, points[i].tput_per_gpu);
       const double c = log_error(pred.ttft_s, points[i].ttft_s);
-      sum += kWeightTpot * a * a + kWeightTput * b * b + kWeightTtft * c * c;
+      sum += kWeightTpot * huber(a, huber_delta) + kWeightTput * huber(b, huber_delta) +
+             kWeightTtft * huber(c, huber_delta);
     }
     const double r0 = std::log(t.fixed / prior.fixed), r1 = std::log(t.memory / prior.memory);
     const double r2 = std::log(t.compute / prior.compute), r3 = std::log(t.api / prior.api);
@@ -421,7 +429,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       if (fitted[i]) all.push_back(i);
     CalibrationTable next;
     Efficiency defaults = nominal;
-    apply(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01));
+    apply(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01, options.huber_delta));
     next.set_defaults(defaults);
     // Level 1: per hardware; level 1b: per (hardware, spec decoding); level 2: per (hardware,
     // framework, precision); level 3: per (hardware, framework, precision, spec decoding).
@@ -439,7 +447,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     std::map<std::string, Efficiency> hardware_level;
     for (const auto& [hardware, members] : by_hardware) {
       Efficiency e = defaults;
-      apply(e, fit_group(members, points, sims, theta_of(defaults), 0.05));
+      apply(e, fit_group(members, points, sims, theta_of(defaults), 0.05, options.huber_delta));
       hardware_level[hardware] = e;
       next.add(CalibrationGroup{hardware, "*", "*", "*", e, int32_t(members.size())});
     }
@@ -447,7 +455,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       const auto& [hardware, spec] = key;
       if (!options.spec_groups || spec == "none" || members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       next.add(CalibrationGroup{hardware, "*", "*", spec, e, int32_t(members.size())});
     }
     std::map<std::tuple<std::string, std::string, std::string>, Efficiency> group_level;
@@ -455,7 +463,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       const auto& [hardware, framework, precision] = key;
       if (members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       group_level[key] = e;
       next.add(CalibrationGroup{hardware, framework, precision, "*", e, int32_t(members.size())});
     }
@@ -464,7 +472,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       if (!options.spec_groups || members.size() < 3) continue;
       auto parent = group_level.find({hardware, framework, precision});
       Efficiency e = parent != group_level.end() ? parent->second : hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1));
+      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       next.add(CalibrationGroup{hardware, framework, precision, spec, e, int32_t(members.size())});
     }
     table = std::move(next);
@@ -472,10 +480,10 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
   table.set_source(fmt::format(
       "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "
       "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
-      "points{}",
+      "points{}; Huber loss on log errors, delta {}",
       std::count(fitted.begin(), fitted.end(), true),
       options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
-      options.spec_groups ? ", and per speculative-decoding method" : ""));
+      options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta));
 
   say("final: simulating every point with the fitted factors");
   const auto final_sims = simulate_all(points, table, options);
