@@ -13,93 +13,23 @@
 #include <mutex>
 #include <thread>
 
+#include "support/scripted_server.h"
+
 namespace ix::bench {
 namespace {
 
 using namespace std::chrono_literals;
 
-bool read_request(int fd, std::string& carry, std::string& request) {
-  while (true) {
-    const size_t end = carry.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      size_t length = 0;
-      const size_t cl = carry.find("Content-Length: ");
-      if (cl != std::string::npos && cl < end) length = std::stoul(carry.substr(cl + 16));
-      if (carry.size() >= end + 4 + length) {
-        request = carry.substr(0, end + 4 + length);
-        carry.erase(0, end + 4 + length);
-        return true;
-      }
-    }
-    char buf[4096];
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) return false;
-    carry.append(buf, static_cast<size_t>(n));
-  }
-}
+using ix::testing::kSseHead;
+using ix::testing::write_all;
 
-void write_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    const ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-std::string chunk(std::string_view s) {
-  char head[32];
-  snprintf(head, sizeof(head), "%zx\r\n", s.size());
-  return std::string(head) + std::string(s) + "\r\n";
-}
-
-// Serves each request on a keep-alive connection with respond(fd, request).
-class ScriptedServer {
+// The shared scripted peer: respond(fd, request) for each request of a keep-alive connection.
+class ScriptedServer : public ix::testing::ScriptedServer {
  public:
-  explicit ScriptedServer(std::function<void(int, const std::string&)> respond) : respond_(std::move(respond)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    ::listen(listen_fd_, 64);
-    acceptor_ = std::thread([this] {
-      while (true) {
-        const int fd = ::accept(listen_fd_, nullptr, nullptr);
-        if (fd < 0) return;
-        std::lock_guard lock(mutex_);
-        workers_.emplace_back([this, fd] {
-          std::string carry, request;
-          while (read_request(fd, carry, request)) respond_(fd, request);
-          ::close(fd);
-        });
-      }
-    });
-  }
-  ~ScriptedServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    ::close(listen_fd_);
-    acceptor_.join();
-    std::lock_guard lock(mutex_);
-    for (auto& t : workers_) t.join();
-  }
-  http::Url url() const { return *http::Url::parse("http://127.0.0.1:" + std::to_string(port_)); }
-
- private:
-  std::function<void(int, const std::string&)> respond_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread acceptor_;
-  std::mutex mutex_;
-  std::vector<std::thread> workers_;
+  explicit ScriptedServer(std::function<void(int, const std::string&)> respond)
+      : ix::testing::ScriptedServer(per_request(std::move(respond))) {}
+  http::Url url() const { return *http::Url::parse(base_url()); }
 };
-
-constexpr std::string_view kSseHead =
-    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 ServeRunnerOptions base_options(const http::Url& url, size_t measured, int64_t output_len) {
   static const std::string prompt = " hello";
@@ -133,11 +63,13 @@ TEST(ServeRunner, ClosedLoopKeepsExactlyMaxConcurrencyInFlight) {
     std::this_thread::sleep_for(20ms);
     --active;
     write_all(fd, std::string(kSseHead) +
-                      chunk("data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1}}\n\n") +
-                      chunk("data: "
-                            "{\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}],\"usage\":{\"completion_"
-                            "tokens\":2}}\n\n") +
-                      chunk("data: [DONE]\n\n") + "0\r\n\r\n");
+                      ix::testing::http_chunk(
+                          "data: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":1}}\n\n") +
+                      ix::testing::http_chunk(
+                          "data: "
+                          "{\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}],\"usage\":{\"completion_"
+                          "tokens\":2}}\n\n") +
+                      ix::testing::http_chunk("data: [DONE]\n\n") + "0\r\n\r\n");
   });
   ServeRunnerOptions o = base_options(server.url(), 12, 2);
   o.max_concurrency = 3;
@@ -169,17 +101,21 @@ TEST(ServeRunner, ClosedLoopKeepsExactlyMaxConcurrencyInFlight) {
 
 TEST(ServeRunner, MultiTokenChunksAndRoleOnlyChatChunks) {
   ScriptedServer server([&](int fd, const std::string&) {
-    write_all(fd, std::string(kSseHead) + chunk("data: "
-                                                "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],"
-                                                "\"usage\":{\"completion_tokens\":0}}\n\n"));
+    write_all(fd, std::string(kSseHead) +
+                      ix::testing::http_chunk("data: "
+                                              "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],"
+                                              "\"usage\":{\"completion_tokens\":0}}\n\n"));
     std::this_thread::sleep_for(30ms);
     write_all(fd,
-              chunk("data: {\"choices\":[{\"delta\":{\"content\":\"xy\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"));
+              ix::testing::http_chunk(
+                  "data: {\"choices\":[{\"delta\":{\"content\":\"xy\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"));
     std::this_thread::sleep_for(10ms);
-    write_all(fd, chunk("data: "
-                        "{\"choices\":[{\"delta\":{\"content\":\"z\"},\"finish_reason\":\"length\"}],\"usage\":{"
-                        "\"completion_tokens\":5}}\n\n") +
-                      chunk("data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\ndata: [DONE]\n\n") +
+    write_all(fd, ix::testing::http_chunk(
+                      "data: "
+                      "{\"choices\":[{\"delta\":{\"content\":\"z\"},\"finish_reason\":\"length\"}],\"usage\":{"
+                      "\"completion_tokens\":5}}\n\n") +
+                      ix::testing::http_chunk(
+                          "data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\ndata: [DONE]\n\n") +
                       "0\r\n\r\n");
   });
   ServeRunnerOptions o = base_options(server.url(), 1, 5);
@@ -203,7 +139,8 @@ TEST(ServeRunner, RetriesAreOffByDefaultAndResendWhenEnabled) {
       return;
     }
     write_all(fd, std::string(kSseHead) +
-                      chunk("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
+                      ix::testing::http_chunk(
+                          "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
                       "0\r\n\r\n");
   };
   {
@@ -247,7 +184,8 @@ TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
   ScriptedServer server([&](int fd, const std::string&) {
     std::this_thread::sleep_for(50ms);
     write_all(fd, std::string(kSseHead) +
-                      chunk("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
+                      ix::testing::http_chunk(
+                          "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
                       "0\r\n\r\n");
   });
   ServeRunnerOptions o = base_options(server.url(), 4, 1);

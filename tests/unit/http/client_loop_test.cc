@@ -17,93 +17,22 @@
 
 #include "http/client.h"
 #include "http/sse.h"
+#include "support/scripted_server.h"
 
 namespace ix::http {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Reads one request (head + Content-Length body). Returns false on EOF.
-bool read_request(int fd, std::string& carry) {
-  while (true) {
-    const size_t end = carry.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      size_t length = 0;
-      const size_t cl = carry.find("Content-Length: ");
-      if (cl != std::string::npos && cl < end) length = std::stoul(carry.substr(cl + 16));
-      if (carry.size() >= end + 4 + length) {
-        carry.erase(0, end + 4 + length);
-        return true;
-      }
-    }
-    char buf[4096];
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) return false;
-    carry.append(buf, static_cast<size_t>(n));
-  }
-}
+using ix::testing::kSseHead;
+using ix::testing::read_request;
+using ix::testing::write_all;
 
-void write_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    const ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-std::string chunk(std::string_view s) {
-  char head[32];
-  snprintf(head, sizeof(head), "%zx\r\n", s.size());
-  return std::string(head) + std::string(s) + "\r\n";
-}
-
-constexpr std::string_view kSseHead =
-    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-
-class ScriptedServer {
+// The shared scripted peer, addressed with this layer's Url.
+class ScriptedServer : public ix::testing::ScriptedServer {
  public:
-  // handler(fd, connection_number) serves one connection; it returns to close it.
-  explicit ScriptedServer(std::function<void(int, int)> handler) : handler_(std::move(handler)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    ::listen(listen_fd_, 64);
-    acceptor_ = std::thread([this] {
-      int number = 0;
-      while (true) {
-        const int fd = ::accept(listen_fd_, nullptr, nullptr);
-        if (fd < 0) return;
-        std::lock_guard lock(mutex_);
-        workers_.emplace_back([this, fd, n = number++] {
-          handler_(fd, n);
-          ::close(fd);
-        });
-      }
-    });
-  }
-  ~ScriptedServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    ::close(listen_fd_);
-    acceptor_.join();
-    std::lock_guard lock(mutex_);
-    for (auto& t : workers_) t.join();
-  }
-  Url url() const { return *Url::parse("http://127.0.0.1:" + std::to_string(port_)); }
-
- private:
-  std::function<void(int, int)> handler_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread acceptor_;
-  std::mutex mutex_;
-  std::vector<std::thread> workers_;
+  using ix::testing::ScriptedServer::ScriptedServer;
+  Url url() const { return *Url::parse(base_url()); }
 };
 
 struct Outcome {
@@ -176,9 +105,9 @@ TEST(ClientLoop, KeepAliveReusesOneConnectionAndStampsEvents) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
     while (read_request(fd, carry)) {
-      write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+      write_all(fd, std::string(kSseHead) + ix::testing::http_chunk("data: one\n\n"));
       std::this_thread::sleep_for(20ms);
-      write_all(fd, chunk("data: two\n\ndata: [DONE]\n\n") + "0\r\n\r\n");
+      write_all(fd, ix::testing::http_chunk("data: two\n\ndata: [DONE]\n\n") + "0\r\n\r\n");
     }
   });
   LoopCounters counters;
@@ -219,7 +148,7 @@ TEST(ClientLoop, ConnectionClosedMidStreamIsReported) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
     if (!read_request(fd, carry)) return;
-    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+    write_all(fd, std::string(kSseHead) + ix::testing::http_chunk("data: one\n\n"));
   });
   auto outcomes = run_sequence(server.url(), 1);
   ASSERT_EQ(outcomes.size(), 1u);
@@ -232,7 +161,7 @@ TEST(ClientLoop, ConnectionResetMidStreamIsAReset) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
     if (!read_request(fd, carry)) return;
-    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+    write_all(fd, std::string(kSseHead) + ix::testing::http_chunk("data: one\n\n"));
     std::this_thread::sleep_for(20ms);
     linger reset{1, 0};  // close with RST
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
@@ -247,7 +176,7 @@ TEST(ClientLoop, StalledServerTimesOut) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
     if (!read_request(fd, carry)) return;
-    write_all(fd, std::string(kSseHead) + chunk("data: one\n\n"));
+    write_all(fd, std::string(kSseHead) + ix::testing::http_chunk("data: one\n\n"));
     char buf[16];
     while (::read(fd, buf, sizeof(buf)) > 0) {
     }
@@ -365,7 +294,7 @@ TEST(ClientLoop, KernelTimestampsAreImmuneToLoopLag) {
     std::string carry;
     while (read_request(fd, carry)) {
       std::this_thread::sleep_for(10ms);
-      write_all(fd, std::string(kSseHead) + chunk("data: one\n\n") + "0\r\n\r\n");
+      write_all(fd, std::string(kSseHead) + ix::testing::http_chunk("data: one\n\n") + "0\r\n\r\n");
     }
   });
   for (bool kernel : {true, false}) {
