@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_io.h"
 #include "common/rng.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
@@ -34,14 +35,14 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::vector<std::string> corpus_samples() {
-  std::ifstream in(std::string(IXBENCH_SOURCE_DIR) + "/tests/oracle/corpus.json");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
   std::vector<std::string> texts;
-  boost::system::error_code ec;
-  const auto value = boost::json::parse(buffer.str(), ec);
-  if (ec) return texts;
-  for (const auto& t : value.at("texts").as_array()) texts.emplace_back(t.as_string());
+  auto value = ix::json::read_file(std::string(IXBENCH_SOURCE_DIR) + "/tests/oracle/corpus.json");
+  if (!value || !value->is_object() || !value->as_object().contains("texts")) {
+    std::fprintf(stderr, "bench_tokenizer_encode: tests/oracle/corpus.json unreadable: %s\n",
+                 value ? "no 'texts' array" : value.error().message().c_str());
+    std::exit(1);
+  }
+  for (const auto& t : value->at("texts").as_array()) texts.emplace_back(t.as_string());
   return texts;
 }
 

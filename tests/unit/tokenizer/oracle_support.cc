@@ -1,11 +1,14 @@
 #include "oracle_support.h"
 
+#include <gtest/gtest.h>
+
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/json_io.h"
 #include "support/subprocess.h"
 
 namespace ix::tok::testing {
@@ -80,14 +83,17 @@ std::optional<OracleResult> run_oracle(const std::string& tokenizer_path, const 
 }
 
 std::vector<std::string> corpus_texts() {
-  std::ifstream in(ix::testing::source_path("tests/oracle/corpus.json"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  // A corpus that cannot be read fails the calling test: loops over an empty corpus would
+  // otherwise pass while checking nothing.
   std::vector<std::string> texts;
-  boost::system::error_code ec;
-  const auto value = boost::json::parse(buffer.str(), ec);
-  if (ec) return texts;
-  for (const auto& t : value.at("texts").as_array()) texts.emplace_back(t.as_string());
+  auto value = ix::json::read_file(ix::testing::source_path("tests/oracle/corpus.json"));
+  if (!value || !value->is_object() || !value->as_object().contains("texts")) {
+    ADD_FAILURE() << "tests/oracle/corpus.json unreadable: "
+                  << (value ? std::string("no 'texts' array") : value.error().message());
+    return texts;
+  }
+  for (const auto& t : value->at("texts").as_array()) texts.emplace_back(t.as_string());
+  if (texts.empty()) ADD_FAILURE() << "tests/oracle/corpus.json has no texts";
   return texts;
 }
 
