@@ -275,19 +275,21 @@ struct RawResult {
   double events_per_s = 0;
   double bytes_per_s = 0;
   int64_t streams = 0;
+  double cpu_ns_per_event = 0;  // reader threads' CPU / events
 };
 
 // Phase 1: the ceiling. One request per connection (Connection: close) so the end of a response
 // is the EOF and nothing has to be parsed.
-RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
-  const std::string request = request_bytes(url, completion_body(f.output_len), true);
-  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0};
+RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, double duration_s) {
+  const std::string request = request_bytes(url, completion_body(output_len), true);
+  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0}, total_cpu_ns{0};
   std::atomic<bool> stop{false};
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(url.port);
   inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
   auto worker = [&](int conns) {
+    const int64_t cpu0 = thread_cpu_ns();
     const int ep = epoll_create1(0);
     std::unordered_set<int> open_fds;
     auto open_one = [&] {
@@ -345,6 +347,7 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
     }
     total_bytes += bytes;
     total_events += evs;
+    total_cpu_ns += thread_cpu_ns() - cpu0;
     // Close the streams still open: left open, they kept --concurrency descriptors in this process
     // and as many stalled streams in the server for the rest of the run, so the client phase ran
     // out of file descriptors (its connects failed) against a server still busy with them.
@@ -358,12 +361,14 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f) {
   std::vector<std::thread> threads;
   const auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < f.threads; ++t)
-    threads.emplace_back(worker, f.concurrency / f.threads + (t < f.concurrency % f.threads));
-  std::this_thread::sleep_for(std::chrono::duration<double>(f.duration_s));
+    threads.emplace_back(worker, concurrency / f.threads + (t < concurrency % f.threads));
+  std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
   stop = true;
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {static_cast<double>(total_events) / secs, static_cast<double>(total_bytes) / secs, streams.load()};
+  const auto events = static_cast<double>(total_events);
+  return {events / secs, static_cast<double>(total_bytes) / secs, streams.load(),
+          events > 0 ? static_cast<double>(total_cpu_ns) / events : 0.0};
 }
 
 struct ClientResult {
@@ -378,7 +383,8 @@ struct ClientResult {
   double kernel_stamped_fraction = 0;
   double cpu_ns_per_event = 0;
   double coalesced_fraction = 0;  // ITL gaps of exactly 0: two events stamped by one read
-  int64_t cancelled = 0;          // in flight when the window ended (not failures)
+  double events_per_read = 0;
+  int64_t cancelled = 0;  // in flight when the window ended (not failures)
   int64_t warmup_failed = 0;
   std::map<std::string, std::pair<int64_t, std::string>> failures;  // kind -> count, example
 };
@@ -461,6 +467,7 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
   r.read_delay_mean_us = conns.at("read_delay_mean_us").as_double();
   r.read_delay_max_us = conns.at("read_delay_max_us").as_double();
   const auto reads = conns.at("reads").as_int64();
+  r.events_per_read = reads ? static_cast<double>(events) / static_cast<double>(reads) : 0.0;
   r.kernel_stamped_fraction =
       reads ? static_cast<double>(conns.at("kernel_timestamped_reads").as_int64()) / static_cast<double>(reads) : 0.0;
   const std::vector<double> ps = {50, 99};
@@ -624,9 +631,11 @@ int main(int argc, char** argv) {
       pc.ns_per_event > 0 ? 1e3 / pc.ns_per_event : 0.0);
   RawResult raw;
   if (!f.skip_raw) {
-    raw = raw_reader(url, f);
-    fmt::print("ceiling (raw reader, no parsing): {:.0f} events/s, {:.1f} MB/s, {} streams completed\n",
-               raw.events_per_s, raw.bytes_per_s / 1e6, raw.streams);
+    raw = raw_reader(url, f, f.concurrency, f.output_len, f.duration_s);
+    fmt::print(
+        "ceiling (raw reader, no parsing): {:.0f} events/s, {:.1f} MB/s, {} streams completed, {:.0f} ns CPU per "
+        "event\n",
+        raw.events_per_s, raw.bytes_per_s / 1e6, raw.streams, raw.cpu_ns_per_event);
   }
   const int64_t prompts = static_cast<int64_t>(f.concurrency) * 1000;
   ClientResult client = run_client(url, f, f.concurrency, f.output_len, prompts, f.duration_s);
@@ -659,9 +668,10 @@ int main(int argc, char** argv) {
       "\naccuracy vs sim serve --fixed-ttft-ms {} --fixed-itl-ms {}, {} tokens per request (truth: TTFT {} ms, ITL {} "
       "ms); errors in us = measured - truth\n",
       ttft_ms, itl_ms, acc_len, ttft_ms, itl_ms);
-  fmt::print("{:>7} {:>9} {:>9} | {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>8} {:>8} {:>6} {:>6} {:>5}\n",
-             "streams", "due ev/s", "got ev/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "srv p50", "srv p99",
-             "srv mean", "lag p99", "rd dly", "coal%", "fail", "sat");
+  fmt::print(
+      "{:>7} {:>9} {:>9} | {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>8} {:>8} {:>6} {:>5} {:>6} {:>6} {:>5}\n",
+      "streams", "due ev/s", "got ev/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "srv p50", "srv p99", "srv mean",
+      "lag p99", "rd dly", "coal%", "ev/rd", "ns/ev", "fail", "sat");
   size_t pos = 0;
   while (pos < f.accuracy.size()) {
     size_t end = f.accuracy.find(',', pos);
@@ -677,6 +687,13 @@ int main(int argc, char** argv) {
       fixed_url = fixed->url();
     }
     const auto acc_url = *ix::http::Url::parse(fixed_url);
+    // The paced ceiling: the raw reader (no parsing, no stamps) against the same schedule, for as
+    // long as the client's window; its CPU per event is what the kernel's loopback path costs.
+    RawResult paced_raw;
+    if (!f.skip_raw) {
+      const double window_s = f.accuracy_rounds * (ttft_ms + (acc_len - 1) * itl_ms) / 1e3;
+      paced_raw = raw_reader(acc_url, f, c, acc_len, window_s);
+    }
     LatenessScrape before;
     ClientResult acc = run_client(acc_url, f, c, acc_len, int64_t{f.accuracy_rounds} * c, 1e9,
                                   [&] { before = scrape_lateness(acc_url); });
@@ -687,19 +704,27 @@ int main(int argc, char** argv) {
     auto srv_us = [&](double v) { return srv.known ? fmt::format("{:.0f}", v) : std::string("n/a"); };
     fmt::print(
         "{:>7} {:>9.0f} {:>9.0f} | {:>8.0f} {:>8.0f} {:>8.0f} {:>8.0f} | {:>8} {:>8} {:>8} | {:>8.0f} {:>8.0f} "
-        "{:>6.2f} "
+        "{:>6.2f} {:>5.2f} {:>6.0f} "
         "{:>6} {:>5}\n",
         c, due, acc.events_per_s, us(acc.ttft_ms.percentiles[0].second, ttft_ms),
         us(acc.ttft_ms.percentiles[1].second, ttft_ms), us(acc.itl_ms.percentiles[0].second, itl_ms),
         us(acc.itl_ms.percentiles[1].second, itl_ms), srv_us(srv.p50_us), srv_us(srv.p99_us), srv_us(srv.mean_us),
-        acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.coalesced_fraction * 100, acc.failed,
-        acc.health.saturated ? "yes" : "no");
+        acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.coalesced_fraction * 100,
+        acc.events_per_read, acc.cpu_ns_per_event, acc.failed, acc.health.saturated ? "yes" : "no");
     if (acc.failed > 0 || acc.warmup_failed > 0) fmt::print("{}\n", failures_text(acc).substr(1));
+    if (!f.skip_raw) {
+      fmt::print(
+          "{:>7} {:>9} {:>9.0f} |   raw reader, same schedule: {:.0f} ns CPU per event; client / raw CPU per event "
+          "{:.2f}\n",
+          "", "", paced_raw.events_per_s, paced_raw.cpu_ns_per_event,
+          paced_raw.cpu_ns_per_event > 0 ? acc.cpu_ns_per_event / paced_raw.cpu_ns_per_event : 0.0);
+    }
   }
   fmt::print(
       "  due/got ev/s: token events per second the schedule asks for / the client received; TTFT, ITL: client-measured "
       "minus truth; srv: the server's delivery lateness (socket write minus schedule); lag p99: client "
       "event-loop lag; rd dly: mean delay of reads after the kernel stamped them (removed from the stamps); coal%: ITL "
-      "gaps of 0 (two events in one read: the earlier one is stamped late); sat: the client marked itself saturated\n");
+      "gaps of 0 (two events in one read: the earlier one is stamped late); ev/rd: content events per socket read; "
+      "ns/ev: client loop CPU per content event; sat: the client marked itself saturated\n");
   return 0;
 }

@@ -13,8 +13,6 @@
 // Thread-safety: pure functions; StreamChunkDecoder is one-stream, one-thread.
 #pragma once
 
-#include <boost/json/monotonic_resource.hpp>
-#include <boost/json/parser.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -62,14 +60,15 @@ struct StreamChunk {
 class StreamChunkDecoder {
  public:
   StreamChunkDecoder();
-  // Parses one event payload ("[DONE]", a completion chunk, or {"error": ...}).
-  // Errors: kParse (not JSON, not an object).
+  // Parses one event payload ("[DONE]", a completion chunk, or {"error": ...}), validating the
+  // whole JSON text without building a DOM (stream_chunk.cc). Errors: kParse (not JSON, not an
+  // object), with the byte offset.
   Result<StreamChunk> decode(std::string_view data);
 
  private:
-  unsigned char arena_[8192];
-  boost::json::parser parser_;
   std::string text_;
+  std::string decoded_;  // strings with escapes, decoded
+  std::string scratch_;
 };
 
 }  // namespace ix::openai
