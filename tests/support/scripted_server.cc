@@ -10,21 +10,25 @@
 namespace ix::testing {
 
 bool read_request(int fd, std::string& carry, std::string* request) {
+  size_t searched = 0;  // carry bytes already searched for the end of the head
+  size_t end = std::string::npos;
+  size_t length = 0;
   while (true) {
-    const size_t end = carry.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      size_t length = 0;
-      const size_t content_length = carry.find("Content-Length: ");
-      if (content_length != std::string::npos && content_length < end) {
-        length = std::stoul(carry.substr(content_length + 16));
-      }
-      if (carry.size() >= end + 4 + length) {
-        if (request != nullptr) *request = carry.substr(0, end + 4 + length);
-        carry.erase(0, end + 4 + length);
-        return true;
+    if (end == std::string::npos) {
+      end = carry.find("\r\n\r\n", searched > 3 ? searched - 3 : 0);
+      searched = carry.size();
+      if (end != std::string::npos) {
+        const std::string_view head(carry.data(), end);
+        const size_t content_length = head.find("Content-Length: ");
+        if (content_length != std::string_view::npos) length = std::stoul(carry.substr(content_length + 16, 20));
       }
     }
-    char buffer[4096];
+    if (end != std::string::npos && carry.size() >= end + 4 + length) {
+      if (request != nullptr) *request = carry.substr(0, end + 4 + length);
+      carry.erase(0, end + 4 + length);
+      return true;
+    }
+    char buffer[65536];
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n <= 0) return false;
     carry.append(buffer, static_cast<size_t>(n));

@@ -329,6 +329,59 @@ TEST(ClientLoop, KernelTimestampsAreImmuneToLoopLag) {
   }
 }
 
+// Collects one response's body and stops the loop.
+class CollectingSink final : public ResponseSink {
+ public:
+  explicit CollectingSink(ClientLoop& loop) : loop_(loop) {}
+  void on_send(int64_t) override {}
+  void on_head(int, std::string_view, int64_t) override {}
+  bool on_body(std::string_view bytes, int64_t) override {
+    body.append(bytes);
+    return true;
+  }
+  void on_done(FailureKind k, std::string_view m, int64_t) override {
+    kind = k;
+    message = std::string(m);
+    loop_.stop();
+  }
+  std::string body;
+  FailureKind kind = FailureKind::kCancelled;
+  std::string message;
+
+ private:
+  ClientLoop& loop_;
+};
+
+// A request far larger than the socket buffers, read slowly by the server: the client writes what
+// the socket takes and continues when the poller reports it writable, and the server receives
+// every byte in order.
+TEST(ClientLoop, LargeRequestBodyIsWrittenAcrossManyWritableEvents) {
+  std::string body(24 << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i * 7 % 26);
+  std::atomic<bool> intact{false};
+  ScriptedServer server([&](int fd, int) {
+    std::string carry, request;
+    std::this_thread::sleep_for(50ms);  // let the client fill the socket and wait for EPOLLOUT
+    if (!read_request(fd, carry, &request)) return;
+    intact = request.size() >= body.size() && request.compare(request.size() - body.size(), body.size(), body) == 0;
+    write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  });
+  LoopOptions options;
+  options.target = server.url();
+  ClientLoop loop(options);
+  ASSERT_TRUE(loop.prepare().has_value());
+  CollectingSink sink(loop);
+  Request r;
+  r.target = "/upload";
+  r.body = body;
+  r.timeout_ns = 20'000'000'000;
+  loop.post([&] { loop.submit(std::move(r), &sink); });
+  loop.run();
+  EXPECT_EQ(sink.kind, FailureKind::kNone) << sink.message;
+  EXPECT_EQ(sink.body, "ok");
+  EXPECT_TRUE(intact.load());
+}
+
 TEST(ClientFetch, GetsABody) {
   ScriptedServer server([](int fd, int) {
     std::string carry;
