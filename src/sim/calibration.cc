@@ -29,12 +29,15 @@ constexpr Field kFields[] = {
     {"layer_overhead_s", &Efficiency::layer_overhead_s},
     {"request_overhead_s", &Efficiency::request_overhead_s},
     {"api_overhead_s", &Efficiency::api_overhead_s},
+    {"frontend_delay_s2", &Efficiency::frontend_delay_s2},
     {"kv_transfer_setup_s", &Efficiency::kv_transfer_setup_s},
     {"draft_cost_fraction", &Efficiency::draft_cost_fraction},
     {"fixed_scale", &Efficiency::fixed_scale},
     {"memory_scale", &Efficiency::memory_scale},
     {"compute_scale", &Efficiency::compute_scale},
     {"prefill_scale", &Efficiency::prefill_scale},
+    {"request_scale", &Efficiency::request_scale},
+    {"attention_scale", &Efficiency::attention_scale},
 };
 
 Result<Efficiency> read_efficiency(const boost::json::object& object, Efficiency base, std::string_view where) {

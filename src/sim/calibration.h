@@ -26,17 +26,27 @@ struct Efficiency {
   double step_overhead_s = 130e-6;
   double layer_overhead_s = 30e-6;
   double request_overhead_s = 4e-6;
-  double api_overhead_s = 5e-3;       // request arrival -> visible to the scheduler
+  double api_overhead_s = 5e-3;  // request arrival -> visible to the scheduler
+  // Front-end load: a new request additionally waits frontend_delay_s2 x (output tokens streamed
+  // per second by the engine, decayed over ~1 s) before the scheduler sees it. The HTTP /
+  // tokenizer front end serves every streamed token and the new request's admission on the same
+  // loop, so its queueing delay grows with the token rate (SGLang on Blackwell: TTFT 0.15 s at
+  // conc 4 -> 0.5 s at conc 64 with the prefill time unchanged). Units: seconds per (token/s).
+  double frontend_delay_s2 = 1e-5;
   double kv_transfer_setup_s = 2e-3;  // disaggregated prefill -> decode transfer setup
   double draft_cost_fraction = 0.1;   // one draft token, relative to a decode step
 
-  // Fitted multipliers (1 = nominal). Step time = fixed_scale * fixed + memory_scale * memory
-  // terms + compute_scale * compute terms + communication; prefill compute additionally scales
-  // by prefill_scale. api_overhead_s is fitted directly.
+  // Fitted multipliers (1 = nominal). Step time = fixed_scale * (t_step + L t_layer)
+  // + fixed_scale * request_scale * B t_req + memory_scale * weight-read terms + compute_scale *
+  // GEMM terms + attention_scale * decode attention + communication; prefill compute (GEMM share
+  // of prefill tokens and prefill attention) additionally scales by prefill_scale.
+  // api_overhead_s is fitted directly. See cost_model.h (CostBucket).
   double fixed_scale = 1.0;
   double memory_scale = 1.0;
   double compute_scale = 1.0;
   double prefill_scale = 1.0;
+  double request_scale = 1.0;
+  double attention_scale = 1.0;
 };
 
 struct CalibrationGroup {

@@ -123,16 +123,20 @@ double CostModel::kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) c
 StepCost CostModel::step(std::span<const RankLoad> ranks) const {
   const Efficiency& e = efficiency_;
   const double memory_rate = e.mem_efficiency * hardware_.hbm_bandwidth_bytes_per_s / e.memory_scale;
-  // Adds one roofline class to `buckets`: the bound that wins is charged to its bucket.
-  auto roofline = [&](CostBuckets& buckets, double flops, double peak_rate, double bytes) {
+  // Adds one roofline class to `buckets`: the bound that wins is charged to its bucket. The
+  // share `prefill` of the FLOPs belongs to prefill tokens (charged to kPrefill, · prefill_scale).
+  auto roofline = [&](CostBuckets& buckets, double flops, double peak_rate, double bytes, double prefill = 0.0) {
     const double compute_s = flops / peak_rate * e.compute_scale;
+    const double decode_s = compute_s * (1.0 - prefill);
+    const double prefill_s = compute_s * prefill * e.prefill_scale;
     const double memory_s = bytes / memory_rate;
-    if (compute_s >= memory_s)
-      buckets[kCompute] += compute_s;
-    else
+    if (decode_s + prefill_s >= memory_s) {
+      buckets[kCompute] += decode_s;
+      buckets[kPrefill] += prefill_s;
+    } else {
       buckets[kMemory] += memory_s;
+    }
   };
-
   const double layers = model_.num_layers;
   const double kv_layers = layers * model_.kv_layer_fraction;
   const double heads_rank = double(model_.num_heads) / shape_.attn_tp;
@@ -158,18 +162,25 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
     if (rank.tokens == 0 && ranks.size() > 1) continue;
     CostBuckets b{};
     const double rows = any_prefill ? double(rank.tokens) : double(cuda_graph_padded(rank.tokens));
+    const double rank_prefill = rank.tokens > 0 ? double(rank.prefill_tokens) / double(rank.tokens) : 0.0;
     roofline(b, dense_flops_per_token_rank_ * rows + lm_head_flops_per_sample_rank_ * rank.sampled,
-             gemm_mfu(rows) * peak_dense_, dense_weight_bytes_rank_ + lm_head_bytes_rank_);
+             gemm_mfu(rows) * peak_dense_, dense_weight_bytes_rank_ + lm_head_bytes_rank_, rank_prefill);
     // Decode attention (MLA in its absorbed form) and prefill attention are separate kernels.
-    if (rank.decode_context_tokens > 0)
-      roofline(b, 2.0 * kv_layers * heads_rank * decode_dims * rank.decode_token_context,
-               e.attention_mfu * peak_attention_, rank.decode_context_tokens * kv_bytes_per_token_rank_);
+    // Decode attention has its own fitted factor: its cost grows with batch x context, unlike the
+    // weight reads, and its kernels are further from the roofline on some devices.
+    if (rank.decode_context_tokens > 0) {
+      const double flops_s =
+          2.0 * kv_layers * heads_rank * decode_dims * rank.decode_token_context / (e.attention_mfu * peak_attention_);
+      const double bytes_s = rank.decode_context_tokens * kv_bytes_per_token_rank_ /
+                             (e.mem_efficiency * hardware_.hbm_bandwidth_bytes_per_s);
+      b[kAttention] += std::max(flops_s, bytes_s) * e.attention_scale;
+    }
     if (rank.prefill_tokens > 0)
       roofline(b, 2.0 * kv_layers * heads_rank * prefill_dims * rank.prefill_token_context,
                e.attention_mfu * peak_attention_,
-               (rank.prefill_context_tokens + rank.prefill_tokens) * kv_bytes_per_token_rank_);
-    b[kFixed] +=
-        (e.step_overhead_s + layers * e.layer_overhead_s + rank.requests * e.request_overhead_s) * e.fixed_scale;
+               (rank.prefill_context_tokens + rank.prefill_tokens) * kv_bytes_per_token_rank_, 1.0);
+    b[kFixed] += (e.step_overhead_s + layers * e.layer_overhead_s) * e.fixed_scale;
+    b[kRequest] += rank.requests * e.request_overhead_s * e.fixed_scale * e.request_scale;
     if (shape_.attn_tp > 1) {
       const double t = shape_.attn_tp;
       b[kOther] +=
@@ -185,7 +196,8 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
                                         kDispatchBytes * (x - 1) / x / link_bandwidth_) *
                    (1.0 - e.comm_overlap);
     }
-    double total = b[kFixed] + b[kMemory] + b[kCompute] + b[kOther];
+    double total = 0;
+    for (double value : b) total += value;
     if (total > slowest_total) {
       slowest_total = total;
       slowest = b;
@@ -196,15 +208,19 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
   // tokens of all DP ranks.
   CostBuckets buckets = slowest;
   const double group_rows = any_prefill ? double(group_tokens) : double(cuda_graph_padded(group_tokens));
+  int64_t group_prefill_tokens = 0;
+  for (const auto& rank : ranks) group_prefill_tokens += rank.prefill_tokens;
+  const double group_prefill = group_tokens > 0 ? double(group_prefill_tokens) / double(group_tokens) : 0.0;
   if (ffn_flops_per_token_gpu_ > 0)
-    roofline(buckets, ffn_flops_per_token_gpu_ * group_rows, gemm_mfu(group_rows) * peak_dense_, ffn_weight_bytes_gpu_);
+    roofline(buckets, ffn_flops_per_token_gpu_ * group_rows, gemm_mfu(group_rows) * peak_dense_, ffn_weight_bytes_gpu_,
+             group_prefill);
   if (model_.is_moe() && group_tokens > 0) {
     const double k = model_.experts_per_token;
     const double touched = distinct_experts(double(group_tokens), model_.num_experts, k);
     const double rows_per_expert = group_tokens * k / std::max(touched, 1.0);
     roofline(buckets, 2.0 * group_tokens * k * model_.expert_params() * model_.moe_layers() / shape_.gpus,
              gemm_mfu(rows_per_expert) * peak_expert_,
-             touched * weight_bytes_expert_ * model_.moe_layers() / shape_.gpus);
+             touched * weight_bytes_expert_ * model_.moe_layers() / shape_.gpus, group_prefill);
   }
 
   // Drafting: k sequential draft passes of a small head, each a fraction of a decode step.

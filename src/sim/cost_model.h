@@ -40,8 +40,28 @@ struct RankLoad {
   void add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec);
 };
 
-// kApi (request overhead outside the engine steps) is only used in per-request attribution.
-enum CostBucket { kFixed = 0, kMemory = 1, kCompute = 2, kOther = 3, kApi = 4, kNumBuckets = 5 };
+// Where a step's time goes; calibration rescales each bucket by its fitted multipliers:
+//   kFixed      t_step + L·t_layer                       · fixed_scale
+//   kMemory     weight and prefill-KV bytes / bandwidth    · memory_scale
+//   kCompute    decode GEMM FLOPs / (MFU · peak)           · compute_scale
+//   kOther      TP/EP communication                        (not fitted)
+//   kApi        request overhead outside the engine steps (per-request attribution only)
+//   kRequest    B·t_req (per scheduled request)            · fixed_scale · request_scale
+//   kAttention  decode attention (KV read or FLOPs)        · attention_scale
+//   kPrefill    prefill GEMM share + prefill attention     · compute_scale · prefill_scale
+//   kFrontend   front-end delay before the scheduler       · frontend_delay_s2 (per request)
+enum CostBucket {
+  kFixed = 0,
+  kMemory = 1,
+  kCompute = 2,
+  kOther = 3,
+  kApi = 4,
+  kRequest = 5,
+  kAttention = 6,
+  kPrefill = 7,
+  kFrontend = 8,
+  kNumBuckets = 9
+};
 using CostBuckets = std::array<double, kNumBuckets>;
 
 struct StepCost {

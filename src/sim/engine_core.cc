@@ -121,6 +121,19 @@ struct EngineCore::Impl {
   bool record_costs = false;
   std::unordered_map<uint64_t, RequestCost> costs;
   int64_t api_overhead_ns = 0;
+  // Output tokens emitted per second, exponentially decayed (time constant kRateWindowNs).
+  static constexpr int64_t kRateWindowNs = 1'000'000'000;
+  double token_rate = 0;
+  int64_t token_rate_ns = 0;
+
+  double decayed_token_rate(int64_t at_ns) const {
+    if (at_ns <= token_rate_ns) return token_rate;
+    return token_rate * std::exp(-double(at_ns - token_rate_ns) / double(kRateWindowNs));
+  }
+  void count_tokens(int32_t tokens) {
+    token_rate = decayed_token_rate(now_ns) + tokens * 1e9 / double(kRateWindowNs);
+    token_rate_ns = std::max(token_rate_ns, now_ns);
+  }
 
   explicit Impl(const ResolvedEngine& resolved)
       : engine(resolved),
@@ -294,6 +307,7 @@ struct EngineCore::Impl {
 
   // ---- step completion -----------------------------------------------------------------------
   void emit(Request* r, int32_t new_tokens, const Sink& sink) {
+    count_tokens(new_tokens);
     TokenEvent event;
     event.request_id = r->id;
     event.time_ns = now_ns;
@@ -517,8 +531,12 @@ Result<uint64_t> EngineCore::submit(CoreRequest request) {
   r->target = std::clamp(request.output_tokens > 0 ? request.output_tokens : request.max_tokens, 1, request.max_tokens);
   r->hashes = std::move(request.block_hashes);
   r->session = request.session_id;
-  r->arrival_ns = std::max(request.arrival_ns, s.now_ns) + s.api_overhead_ns;
+  const int64_t sent_ns = std::max(request.arrival_ns, s.now_ns);
+  const double frontend_s = s.engine.efficiency.frontend_delay_s2 * s.decayed_token_rate(sent_ns);
+  const int64_t frontend_ns = std::llround(frontend_s * 1e9);
+  r->arrival_ns = sent_ns + s.api_overhead_ns + frontend_ns;
   r->cost.to_first_token[kApi] = s.api_overhead_ns / 1e9;
+  r->cost.to_first_token[kFrontend] = frontend_ns / 1e9;
   const uint64_t id = r->id;
   s.arrivals.push({r->arrival_ns, s.next_sequence++, id});
   s.requests.emplace(id, std::move(r));

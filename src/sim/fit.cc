@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <fstream>
@@ -90,30 +91,60 @@ std::string topology_key(const EngineConfig& c) {
 
 // ---- closed-form re-prediction ---------------------------------------------------------------
 
-struct Theta {
-  double fixed = 1, memory = 1, compute = 1, api = 5e-3;
+// The fitted parameters of one group, in log space for the optimiser.
+enum ThetaIndex {
+  kThFixed = 0,
+  kThMemory,
+  kThCompute,
+  kThApi,
+  kThRequest,
+  kThAttention,
+  kThPrefill,
+  kThFrontend,
+  kThetaSize
+};
+using Theta = std::array<double, kThetaSize>;
+struct ThetaField {
+  double Efficiency::*member;
+  double lo, hi;       // bounds
+  double step = 0.5;   // initial simplex step (log)
+  double ridge = 1.0;  // weight of the pull toward the parent level
+};
+constexpr ThetaField kTheta[kThetaSize] = {
+    {&Efficiency::fixed_scale, 0.05, 50},
+    {&Efficiency::memory_scale, 0.2, 20},
+    {&Efficiency::compute_scale, 0.2, 50},
+    {&Efficiency::api_overhead_s, 1e-4, 3.0},
+    {&Efficiency::request_scale, 0.01, 300},
+    {&Efficiency::attention_scale, 0.05, 50},
+    {&Efficiency::prefill_scale, 0.1, 20},
+    // The front-end delay spans orders of magnitude between frameworks (0 on TRT-LLM, ~1e-4 s^2 on
+    // SGLang/Blackwell): a wide first step and a weak pull toward the parent.
+    {&Efficiency::frontend_delay_s2, 1e-8, 1e-2, 2.5, 0.02},
 };
 Theta theta_of(const Efficiency& e) {
-  return {e.fixed_scale, e.memory_scale, e.compute_scale, e.api_overhead_s};
+  Theta t;
+  for (int k = 0; k < kThetaSize; ++k) t[k] = e.*(kTheta[k].member);
+  return t;
 }
-void apply(Efficiency& e, const Theta& t) {
-  e.fixed_scale = t.fixed;
-  e.memory_scale = t.memory;
-  e.compute_scale = t.compute;
-  e.api_overhead_s = t.api;
+void apply_theta(Efficiency& e, const Theta& t) {
+  for (int k = 0; k < kThetaSize; ++k) e.*(kTheta[k].member) = t[k];
 }
 
 struct Simulated {
   bool ok = false;
   std::string error;
-  Theta theta0;
+  Theta theta0{};
   double ttft_s = 0, tpot_s = 0, tput_per_gpu = 0;
   CostBuckets ttft_cost{}, tpot_cost{};
 };
 
+// Each bucket scales with the product of its multipliers (cost_model.h, CostBucket).
 double rescale(const CostBuckets& b, const Theta& t, const Theta& t0) {
-  return b[kFixed] * t.fixed / t0.fixed + b[kMemory] * t.memory / t0.memory + b[kCompute] * t.compute / t0.compute +
-         b[kOther] + b[kApi] * (t0.api > 0 ? t.api / t0.api : 1.0);
+  auto r = [&](int k) { return t0[k] > 0 ? t[k] / t0[k] : 1.0; };
+  return b[kFixed] * r(kThFixed) + b[kMemory] * r(kThMemory) + b[kCompute] * r(kThCompute) + b[kOther] +
+         b[kApi] * r(kThApi) + b[kRequest] * r(kThFixed) * r(kThRequest) + b[kAttention] * r(kThAttention) +
+         b[kPrefill] * r(kThCompute) * r(kThPrefill) + b[kFrontend] * r(kThFrontend);
 }
 double total(const CostBuckets& b) {
   double sum = 0;
@@ -155,40 +186,43 @@ double huber(double x, double delta) {
 
 // Nelder-Mead over log(theta), bounded by clamping.
 Theta minimise(const std::function<double(const Theta&)>& objective, const Theta& start) {
-  using Vec = std::array<double, 4>;
+  constexpr int n = kThetaSize;
+  using Vec = std::array<double, n>;
   auto to_theta = [](const Vec& v) {
-    auto clamp_exp = [](double x, double lo, double hi) { return std::exp(std::clamp(x, std::log(lo), std::log(hi))); };
-    return Theta{clamp_exp(v[0], 0.05, 50), clamp_exp(v[1], 0.2, 20), clamp_exp(v[2], 0.2, 50),
-                 clamp_exp(v[3], 1e-4, 3.0)};
+    Theta t;
+    for (int k = 0; k < n; ++k) t[k] = std::exp(std::clamp(v[k], std::log(kTheta[k].lo), std::log(kTheta[k].hi)));
+    return t;
   };
   auto f = [&](const Vec& v) { return objective(to_theta(v)); };
-  Vec x0{std::log(start.fixed), std::log(start.memory), std::log(start.compute), std::log(start.api)};
-  std::array<Vec, 5> simplex;
-  std::array<double, 5> values;
+  Vec x0;
+  for (int k = 0; k < n; ++k) x0[k] = std::log(std::clamp(start[k], kTheta[k].lo, kTheta[k].hi));
+  std::array<Vec, n + 1> simplex;
+  std::array<double, n + 1> values;
   simplex[0] = x0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < n; ++i) {
     simplex[i + 1] = x0;
-    simplex[i + 1][i] += 0.5;
+    simplex[i + 1][i] += kTheta[i].step;
   }
-  for (int i = 0; i < 5; ++i) values[i] = f(simplex[i]);
-  for (int iteration = 0; iteration < 600; ++iteration) {
-    std::array<int, 5> order{0, 1, 2, 3, 4};
+  for (int i = 0; i <= n; ++i) values[i] = f(simplex[i]);
+  for (int iteration = 0; iteration < 300 * n; ++iteration) {
+    std::array<int, n + 1> order;
+    for (int i = 0; i <= n; ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](int a, int b) { return values[a] < values[b]; });
-    std::array<Vec, 5> s2;
-    std::array<double, 5> v2;
-    for (int i = 0; i < 5; ++i) {
+    std::array<Vec, n + 1> s2;
+    std::array<double, n + 1> v2;
+    for (int i = 0; i <= n; ++i) {
       s2[i] = simplex[order[i]];
       v2[i] = values[order[i]];
     }
     simplex = s2;
     values = v2;
-    if (values[4] - values[0] < 1e-10) break;
+    if (values[n] - values[0] < 1e-10) break;
     Vec centroid{};
-    for (int i = 0; i < 4; ++i)
-      for (int k = 0; k < 4; ++k) centroid[k] += simplex[i][k] / 4;
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) centroid[k] += simplex[i][k] / n;
     auto along = [&](double t) {
       Vec v;
-      for (int k = 0; k < 4; ++k) v[k] = centroid[k] + t * (simplex[4][k] - centroid[k]);
+      for (int k = 0; k < n; ++k) v[k] = centroid[k] + t * (simplex[n][k] - centroid[k]);
       return v;
     };
     Vec reflected = along(-1);
@@ -197,24 +231,24 @@ Theta minimise(const std::function<double(const Theta&)>& objective, const Theta
       Vec expanded = along(-2);
       double fe = f(expanded);
       if (fe < fr) {
-        simplex[4] = expanded;
-        values[4] = fe;
+        simplex[n] = expanded;
+        values[n] = fe;
       } else {
-        simplex[4] = reflected;
-        values[4] = fr;
+        simplex[n] = reflected;
+        values[n] = fr;
       }
-    } else if (fr < values[3]) {
-      simplex[4] = reflected;
-      values[4] = fr;
+    } else if (fr < values[n - 1]) {
+      simplex[n] = reflected;
+      values[n] = fr;
     } else {
       Vec contracted = along(0.5);
       double fc = f(contracted);
-      if (fc < values[4]) {
-        simplex[4] = contracted;
-        values[4] = fc;
+      if (fc < values[n]) {
+        simplex[n] = contracted;
+        values[n] = fc;
       } else {
-        for (int i = 1; i < 5; ++i) {
-          for (int k = 0; k < 4; ++k) simplex[i][k] = simplex[0][k] + 0.5 * (simplex[i][k] - simplex[0][k]);
+        for (int i = 1; i <= n; ++i) {
+          for (int k = 0; k < n; ++k) simplex[i][k] = simplex[0][k] + 0.5 * (simplex[i][k] - simplex[0][k]);
           values[i] = f(simplex[i]);
         }
       }
@@ -238,11 +272,29 @@ Theta fit_group(const std::vector<size_t>& members, const std::vector<MeasuredPo
       sum += kWeightTpot * huber(a, huber_delta) + kWeightTput * huber(b, huber_delta) +
              kWeightTtft * huber(c, huber_delta);
     }
-    const double r0 = std::log(t.fixed / prior.fixed), r1 = std::log(t.memory / prior.memory);
-    const double r2 = std::log(t.compute / prior.compute), r3 = std::log(t.api / prior.api);
-    return sum + ridge * (r0 * r0 + r1 * r1 + r2 * r2 + r3 * r3);
+    double penalty = 0;
+    for (int k = 0; k < kThetaSize; ++k) {
+      const double r = std::log(t[k] / prior[k]);
+      penalty += kTheta[k].ridge * r * r;
+    }
+    return sum + ridge * penalty;
   };
-  return minimise(objective, prior);
+  // The objective is flat in the front-end delay while it is tiny (a microsecond-scale delay
+  // changes nothing), so a start from a negligible parent value never finds a real front-end
+  // queue: also start from delays that matter and keep the best.
+  Theta best = minimise(objective, prior);
+  double best_value = objective(best);
+  for (double frontend : {3e-6, 3e-5, 3e-4}) {
+    Theta start = prior;
+    start[kThFrontend] = frontend;
+    const Theta candidate = minimise(objective, start);
+    const double value = objective(candidate);
+    if (value < best_value) {
+      best = candidate;
+      best_value = value;
+    }
+  }
+  return best;
 }
 
 Simulated simulate(const MeasuredPoint& point, const CalibrationTable& table, const FitOptions& options) {
@@ -429,7 +481,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       if (fitted[i]) all.push_back(i);
     CalibrationTable next;
     Efficiency defaults = nominal;
-    apply(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01, options.huber_delta));
+    apply_theta(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01, options.huber_delta));
     next.set_defaults(defaults);
     // Level 1: per hardware; level 1b: per (hardware, spec decoding); level 2: per (hardware,
     // framework, precision); level 3: per (hardware, framework, precision, spec decoding).
@@ -447,7 +499,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     std::map<std::string, Efficiency> hardware_level;
     for (const auto& [hardware, members] : by_hardware) {
       Efficiency e = defaults;
-      apply(e, fit_group(members, points, sims, theta_of(defaults), 0.05, options.huber_delta));
+      apply_theta(e, fit_group(members, points, sims, theta_of(defaults), 0.05, options.huber_delta));
       hardware_level[hardware] = e;
       next.add(CalibrationGroup{hardware, "*", "*", "*", e, int32_t(members.size())});
     }
@@ -455,7 +507,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       const auto& [hardware, spec] = key;
       if (!options.spec_groups || spec == "none" || members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
+      apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       next.add(CalibrationGroup{hardware, "*", "*", spec, e, int32_t(members.size())});
     }
     std::map<std::tuple<std::string, std::string, std::string>, Efficiency> group_level;
@@ -463,7 +515,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       const auto& [hardware, framework, precision] = key;
       if (members.size() < 3) continue;
       Efficiency e = hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
+      apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       group_level[key] = e;
       next.add(CalibrationGroup{hardware, framework, precision, "*", e, int32_t(members.size())});
     }
@@ -472,7 +524,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       if (!options.spec_groups || members.size() < 3) continue;
       auto parent = group_level.find({hardware, framework, precision});
       Efficiency e = parent != group_level.end() ? parent->second : hardware_level[hardware];
-      apply(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
+      apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       next.add(CalibrationGroup{hardware, framework, precision, spec, e, int32_t(members.size())});
     }
     table = std::move(next);

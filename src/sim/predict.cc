@@ -94,11 +94,15 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
                                           {"layer_overhead_s", e.layer_overhead_s},
                                           {"request_overhead_s", e.request_overhead_s},
                                           {"api_overhead_s", e.api_overhead_s},
+                                          {"frontend_delay_s2", e.frontend_delay_s2},
                                           {"kv_transfer_setup_s", e.kv_transfer_setup_s},
                                           {"draft_cost_fraction", e.draft_cost_fraction},
                                           {"fixed_scale", e.fixed_scale},
                                           {"memory_scale", e.memory_scale},
-                                          {"compute_scale", e.compute_scale}};
+                                          {"compute_scale", e.compute_scale},
+                                          {"prefill_scale", e.prefill_scale},
+                                          {"request_scale", e.request_scale},
+                                          {"attention_scale", e.attention_scale}};
   return out;
 }
 

@@ -53,8 +53,9 @@ TEST(CostModel, FixedCostsDominateAtBatchOne) {
   auto f = make("h200", "fp8", 8);
   RankLoad load = decode_batch(1, 1000);
   auto cost = f.model->step({&load, 1});
-  // t_step + L t_layer = 130 us + 61 x 30 us.
-  EXPECT_NEAR(cost.buckets[kFixed], 130e-6 + 61 * 30e-6 + 4e-6, 1e-9);
+  // t_step + L t_layer = 130 us + 61 x 30 us; B t_req = 4 us in its own bucket.
+  EXPECT_NEAR(cost.buckets[kFixed], 130e-6 + 61 * 30e-6, 1e-9);
+  EXPECT_NEAR(cost.buckets[kRequest], 4e-6, 1e-12);
   EXPECT_GT(cost.buckets[kFixed], cost.buckets[kMemory]);
 }
 
@@ -92,7 +93,8 @@ TEST(CostModel, PrefillIsComputeBoundAndQuadraticInContext) {
   late_chunk.add(4096, 28000, false, false);
   auto early = f.model->step({&first_chunk, 1});
   auto late = f.model->step({&late_chunk, 1});
-  EXPECT_GT(early.buckets[kCompute], early.buckets[kMemory]);
+  // Prefill FLOPs go to their own bucket (refitted by prefill_scale).
+  EXPECT_GT(early.buckets[kPrefill], early.buckets[kMemory]);
   EXPECT_GT(late.seconds, early.seconds * 1.2);
 }
 
@@ -126,6 +128,26 @@ TEST(CostModel, ExpertBytesFollowDistinctExpertsTouched) {
   EXPECT_GT(t64, 3 * t4);
   const double t512 = f.model->step({&b512, 1}).seconds;
   EXPECT_GT(t512, f.model->step({&b64, 1}).seconds);
+}
+
+TEST(CostModel, FittedFactorsScaleTheirBuckets) {
+  // Each bucket moves with its own factor only (calibration rescales the buckets in closed form).
+  auto base = make("h200", "fp8", 8);
+  RankLoad mixed = decode_batch(32, 4000);
+  mixed.add(2048, 0, false, false);
+  const auto nominal = base.model->step({&mixed, 1});
+  Efficiency scaled{};
+  scaled.request_scale = 3;
+  scaled.attention_scale = 2;
+  scaled.prefill_scale = 1.5;
+  CostModel model(base.engine.model, base.engine.hardware, scaled, "fp8", 0, WorkerTopology{1, 8, 1, false});
+  const auto cost = model.step({&mixed, 1});
+  EXPECT_GT(nominal.buckets[kAttention], 0);
+  EXPECT_GT(nominal.buckets[kPrefill], 0);
+  EXPECT_NEAR(cost.buckets[kRequest], 3 * nominal.buckets[kRequest], 1e-12);
+  EXPECT_NEAR(cost.buckets[kAttention], 2 * nominal.buckets[kAttention], 1e-12);
+  EXPECT_NEAR(cost.buckets[kPrefill], 1.5 * nominal.buckets[kPrefill], 1e-12);
+  EXPECT_NEAR(cost.buckets[kFixed], nominal.buckets[kFixed], 1e-12);
 }
 
 TEST(CostModel, KvTransferGrowsWithPrompt) {
