@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/json_io.h"
+#include "http/client.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
 
@@ -209,11 +210,29 @@ TEST(BenchServe, ResultKeysMatchTheGolden) {
   EXPECT_EQ(ix::json::to_string(run.result).find("Bearer"), std::string::npos);
 }
 
+// Requests the simulator finished (vllm:request_success_total, all reasons), or -1.
+double finished_requests(const ix::http::Url& url) {
+  auto r = ix::http::fetch(url, "GET", "/metrics");
+  if (!r || r->status != 200) return -1;
+  double total = 0;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("vllm:request_success_total{")) total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
 TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
   ASSERT_TRUE(server);
+  // Kill the server once it has finished more requests than one wave of the client (not after a
+  // fixed time: under sanitizers the client's start-up alone takes a second).
   std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const auto url = *ix::http::Url::parse(server->base_url());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline && finished_requests(url) < 8) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     server->stop();
   });
   auto run = bench(*server, "died",
