@@ -24,7 +24,7 @@
 #include "common/rng.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace {
 
@@ -55,7 +55,7 @@ std::vector<std::string> build_corpus(size_t total_bytes) {
   for (char32_t cp : {0x4E00u, 0x4E8Cu, 0x6587u, 0x3042u, 0x30A2u, 0xAC00u, 0x430u, 0x3B1u, 0x1F600u, 0xE9u, 0xA0u,
                       0x3000u, 0x301u, 0x2014u}) {
     std::string s;
-    ix::tok::utf8::append_code_point(cp, s);
+    ix::utf8::append_code_point(cp, s);
     soup_pool.push_back(s);
   }
   const char* syllables[] = {"ka", "lo", "mi", "ter", "son", "ble", "qua", "zor", "ith", "pre", "ex", "ul"};

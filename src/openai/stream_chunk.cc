@@ -13,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/utf8.h"
 #include "openai/backend.h"
 
 namespace ix::openai {
@@ -92,9 +93,11 @@ class Scanner {
       }
       if (c < 0x20) return fail("control character in a string");
       if (c >= 0x80) {
-        const char* seq = p_;
-        if (!utf8()) return false;
-        decoded.append(seq, static_cast<size_t>(p_ - seq));
+        const std::string_view rest(p_, static_cast<size_t>(end_ - p_));
+        const size_t len = utf8::valid_sequence_length(rest, 0);
+        if (len == 0) return fail("invalid UTF-8 in a string");
+        decoded.append(p_, len);
+        p_ += len;
         continue;
       }
       if (c != '\\') {
@@ -125,7 +128,7 @@ class Scanner {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             return fail("unpaired UTF-16 surrogate");
           }
-          append_utf8(decoded, cp);
+          utf8::append_code_point(cp, decoded);
           break;
         }
         default: return fail("invalid escape in a string");
@@ -304,53 +307,6 @@ class Scanner {
       }
     }
     return true;
-  }
-
-  // One multi-byte UTF-8 sequence at p_ (RFC 3629: no overlongs, surrogates or > U+10FFFF).
-  bool utf8() {
-    const auto b0 = static_cast<unsigned char>(*p_);
-    int len = 0;
-    uint32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      len = 2;
-      cp = b0 & 0x1F;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      len = 3;
-      cp = b0 & 0x0F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      len = 4;
-      cp = b0 & 0x07;
-    } else {
-      return fail("invalid UTF-8 in a string");
-    }
-    if (end_ - p_ < len) return fail("incomplete JSON");
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(p_[i]);
-      if ((b & 0xC0) != 0x80) return fail("invalid UTF-8 in a string");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-      return fail("invalid UTF-8 in a string");
-    p_ += len;
-    return true;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   const char* p_;

@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "common/json_io.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {

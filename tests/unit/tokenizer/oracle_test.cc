@@ -11,7 +11,7 @@
 #include "common/rng.h"
 #include "oracle_support.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {

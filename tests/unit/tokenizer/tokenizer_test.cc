@@ -10,7 +10,7 @@
 
 #include "oracle_support.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {

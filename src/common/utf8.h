@@ -1,4 +1,5 @@
-// UTF-8 helpers for the tokenizer (internal to src/tokenizer/).
+// UTF-8 helpers: validation (RFC 3629, as Rust and boost::json check it), lossy repair and
+// code-point encoding; used by the tokenizer and the stream-chunk scanner.
 //
 // Validation and repair follow Rust's String::from_utf8_lossy (the Unicode "maximal subpart"
 // practice): each maximal invalid subsequence becomes one U+FFFD. That is what HF tokenizers
@@ -10,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace ix::tok::utf8 {
+namespace ix::utf8 {
 
 inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
@@ -27,4 +28,4 @@ std::string to_valid(std::string_view text);
 char32_t next_code_point(std::string_view text, size_t& pos);
 void append_code_point(char32_t cp, std::string& out);
 
-}  // namespace ix::tok::utf8
+}  // namespace ix::utf8

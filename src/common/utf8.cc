@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
-namespace ix::tok::utf8 {
+namespace ix::utf8 {
 
 size_t valid_sequence_length(std::string_view text, size_t pos, size_t* invalid_len) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
@@ -125,4 +125,4 @@ void append_code_point(char32_t cp, std::string& out) {
   }
 }
 
-}  // namespace ix::tok::utf8
+}  // namespace ix::utf8
