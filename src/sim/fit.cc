@@ -258,20 +258,20 @@ Theta minimise(const std::function<double(const Theta&)>& objective, const Theta
   return to_theta(simplex[best]);
 }
 
+// Loss of one point under theta: Huber on the log errors of TPOT, tput_per_gpu and TTFT.
+double point_loss(const Simulated& s, const MeasuredPoint& p, const Theta& t, double huber_delta) {
+  if (!s.ok) return 0;
+  const auto pred = repredict(s, p, t);
+  return kWeightTpot * huber(log_error(pred.tpot_s, p.tpot_s), huber_delta) +
+         kWeightTput * huber(log_error(pred.tput_per_gpu, p.tput_per_gpu), huber_delta) +
+         kWeightTtft * huber(log_error(pred.ttft_s, p.ttft_s), huber_delta);
+}
+
 Theta fit_group(const std::vector<size_t>& members, const std::vector<MeasuredPoint>& points,
                 const std::vector<Simulated>& sims, const Theta& prior, double ridge, double huber_delta) {
   auto objective = [&](const Theta& t) {
     double sum = 0;
-    for (size_t i : members) {
-      const auto& s = sims[i];
-      if (!s.ok) continue;
-      const auto pred = repredict(s, points[i], t);
-      const double a = log_error(pred.tpot_s, points[i].tpot_s);
-      const double b = log_error(pred.tput_per_gpu, points[i].tput_per_gpu);
-      const double c = log_error(pred.ttft_s, points[i].ttft_s);
-      sum += kWeightTpot * huber(a, huber_delta) + kWeightTput * huber(b, huber_delta) +
-             kWeightTtft * huber(c, huber_delta);
-    }
+    for (size_t i : members) sum += point_loss(sims[i], points[i], t, huber_delta);
     double penalty = 0;
     for (int k = 0; k < kThetaSize; ++k) {
       const double r = std::log(t[k] / prior[k]);
@@ -309,7 +309,9 @@ Simulated simulate(const MeasuredPoint& point, const CalibrationTable& table, co
   predict.engine = point.engine;
   predict.isl = point.isl;
   predict.osl = point.osl;
-  predict.num_prompts = std::min(10 * point.conc, std::max(options.max_prompts, point.conc * 3 / 2));
+  predict.num_prompts = std::min(10 * point.conc, std::max(options.max_prompts, point.conc * 3));
+  // The measured run sent 10 x conc requests: keep the t=0 burst at its measured share.
+  predict.represented_prompts = 10 * point.conc;
   predict.record_costs = true;
   predict.metric_percentiles = {};
   predict.summary_only = true;
@@ -465,22 +467,15 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     }
   }
 
-  CalibrationTable table;
-  table.set_source("nominal");
-  const Efficiency nominal;
-  for (int32_t round = 0; round < options.iterations; ++round) {
-    say(fmt::format("round {}: simulating {} points", round + 1, points.size()));
-    const auto sims = simulate_all(points, table, options);
-    size_t failures = 0;
-    for (const auto& s : sims) failures += s.ok ? 0 : 1;
-    if (failures > 0) say(fmt::format("round {}: {} points failed to simulate", round + 1, failures));
+  std::vector<size_t> all;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (fitted[i]) all.push_back(i);
 
+  // One round of fitting on simulated buckets: every level, each starting from its parent.
+  auto fit_levels = [&](const std::vector<Simulated>& sims, const CalibrationTable& table) {
     // Level 0: everything.
-    std::vector<size_t> all;
-    for (size_t i = 0; i < points.size(); ++i)
-      if (fitted[i]) all.push_back(i);
     CalibrationTable next;
-    Efficiency defaults = nominal;
+    Efficiency defaults = table.defaults();
     apply_theta(defaults, fit_group(all, points, sims, theta_of(table.defaults()), 0.01, options.huber_delta));
     next.set_defaults(defaults);
     // Level 1: per hardware; level 1b: per (hardware, spec decoding); level 2: per (hardware,
@@ -527,7 +522,22 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       next.add(CalibrationGroup{hardware, framework, precision, spec, e, int32_t(members.size())});
     }
-    table = std::move(next);
+    return next;
+  };
+  auto simulate_round = [&](int32_t round, const CalibrationTable& table) {
+    auto sims = simulate_all(points, table, options);
+    size_t failures = 0;
+    for (const auto& s : sims) failures += s.ok ? 0 : 1;
+    if (failures > 0) say(fmt::format("round {}: {} points failed to simulate", round + 1, failures));
+    return sims;
+  };
+
+  CalibrationTable table;
+  table.set_source("nominal");
+  for (int32_t round = 0; round < options.iterations; ++round) {
+    say(fmt::format("round {}: simulating {} points", round + 1, points.size()));
+    const auto sims = simulate_round(round, table);
+    table = fit_levels(sims, table);
   }
   table.set_source(fmt::format(
       "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "

@@ -53,8 +53,9 @@ Result<CsvLoad> load_measured_csv(const std::string& path);
 struct FitOptions {
   int32_t iterations = 2;
   bool holdout = false;
-  // Requests simulated per point: min(10·conc, max(cap, 1.5·conc)); keeps the 16k-concurrency
-  // points affordable while the low-concurrency ones run in full.
+  // Requests simulated per point: min(10·conc, max(cap, 3·conc)); keeps the 16k-concurrency
+  // points affordable while the low-concurrency ones run in full. The medians weight the
+  // requests after the t=0 burst up to the measured 10·conc (PredictOptions::represented_prompts).
   int32_t max_prompts = 200;
   uint64_t seed = 0;
   // Also fit per-spec-decoding groups (hw/*/*/spec and hw/framework/precision/spec). Off by

@@ -47,6 +47,25 @@ void add_aggregates(boost::json::object& result, const EngineConfig& config, int
   for (auto& [key, value] : intvty) result[key] = value;
 }
 
+// Median of weighted values (the smallest value whose cumulative weight reaches half; the mean
+// of the two middle values when the halves split exactly, as metrics::median does unweighted).
+double weighted_median(std::vector<std::pair<double, double>> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  double total = 0;
+  for (const auto& [value, weight] : values) total += weight;
+  double cumulative = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    cumulative += values[i].second;
+    if (cumulative >= 0.5 * total) {
+      if (std::abs(cumulative - 0.5 * total) < 1e-9 * total && i + 1 < values.size())
+        return 0.5 * (values[i].first + values[i + 1].first);
+      return values[i].first;
+    }
+  }
+  return values.back().first;
+}
+
 }  // namespace
 
 boost::json::object describe_engine(const ResolvedEngine& engine) {
@@ -222,22 +241,29 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   PredictPoint point;
   point.conc = conc;
   point.num_gpus = total_gpus(engine.config);
+  // Weight of request i in the summary statistics (see PredictOptions::represented_prompts).
+  const int32_t burst = std::min(conc, num_prompts);
+  double later_weight = 1.0;
+  if (options.summary_only && options.represented_prompts > num_prompts && num_prompts > burst)
+    later_weight = double(options.represented_prompts - burst) / double(num_prompts - burst);
+  auto weight_of = [&](int32_t i) { return i < burst ? 1.0 : later_weight; };
   if (options.summary_only) {
-    std::vector<double> ttfts, tpots, e2els;
+    std::vector<std::pair<double, double>> ttfts, tpots, e2els;  // (value, weight)
     double tokens = 0, output_tokens = 0;
     for (const auto& record : records) {
       if (!record.success) continue;
-      ttfts.push_back((record.first_token_ns - record.send_ns) / 1e9);
-      e2els.push_back((record.end_ns - record.send_ns) / 1e9);
+      const double w = weight_of(record.index);
+      ttfts.emplace_back((record.first_token_ns - record.send_ns) / 1e9, w);
+      e2els.emplace_back((record.end_ns - record.send_ns) / 1e9, w);
       if (record.output_len > 1)
-        tpots.push_back((record.end_ns - record.first_token_ns) / 1e9 / double(record.output_len - 1));
+        tpots.emplace_back((record.end_ns - record.first_token_ns) / 1e9 / double(record.output_len - 1), w);
       tokens += record.prompt_len + record.output_len;
       output_tokens += record.output_len;
     }
     const double duration_s = std::max(end_ns, int64_t(1)) / 1e9;
-    point.median_ttft_s = metrics::median(ttfts);
-    point.median_tpot_s = metrics::median(tpots);
-    point.median_e2el_s = metrics::median(e2els);
+    point.median_ttft_s = weighted_median(ttfts);
+    point.median_tpot_s = weighted_median(tpots);
+    point.median_e2el_s = weighted_median(e2els);
     point.tput_per_gpu = tokens / duration_s / point.num_gpus;
     point.output_tput_per_gpu = output_tokens / duration_s / point.num_gpus;
   } else {
@@ -253,15 +279,16 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   point.num_preemptions = core.metrics().num_preemptions;
   point.kv_blocks_per_rank = core.kv_blocks_per_rank(true);
   if (options.record_costs) {
-    int32_t counted = 0;
+    double counted = 0;
     for (int32_t i = 0; i < num_prompts; ++i) {
       auto cost = core.request_cost(request_ids[i]);
       if (!cost || records[i].output_len < 2) continue;
+      const double w = weight_of(i);
       for (size_t b = 0; b < cost->to_first_token.size(); ++b) {
-        point.ttft_cost[b] += cost->to_first_token[b];
-        point.tpot_cost[b] += cost->after_first_token[b] / double(records[i].output_len - 1);
+        point.ttft_cost[b] += w * cost->to_first_token[b];
+        point.tpot_cost[b] += w * cost->after_first_token[b] / double(records[i].output_len - 1);
       }
-      ++counted;
+      counted += w;
     }
     if (counted > 0)
       for (size_t b = 0; b < point.ttft_cost.size(); ++b) {

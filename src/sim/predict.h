@@ -35,6 +35,12 @@ struct PredictOptions {
   // Only the medians and throughputs of PredictPoint (no per-token records, no result JSON):
   // what calibration needs, at a fraction of the memory and time for 10k-request points.
   bool summary_only = false;
+  // With summary_only: the benchmark these requests stand for sends this many (0 = num_prompts).
+  // The first `conc` requests start together at t=0 (a cold-start burst with long TTFTs); when
+  // fewer requests are simulated than measured, the later ones are weighted up in the medians
+  // and cost attribution so that the burst keeps its measured share (conc of represented_prompts)
+  // instead of dominating the median TTFT.
+  int32_t represented_prompts = 0;
 };
 
 struct PredictPoint {

@@ -77,6 +77,38 @@ TEST(PredictShape, MoreGpusLowerTpotAtLowConcurrency) {
   EXPECT_LT(point(dsr1("b200", "fp4", 8), 4).median_tpot_s, point(dsr1("b200", "fp4", 4), 4).median_tpot_s);
 }
 
+TEST(Predict, FrontEndDelayGrowsWithTheStreamedTokenRate) {
+  auto options = dsr1("b200", "fp8", 8);
+  auto engine = resolve_engine(options.engine);
+  ASSERT_TRUE(engine);
+  engine->efficiency.frontend_delay_s2 = 0;
+  auto without = [&](int32_t conc) { return predict_point(*engine, options, conc)->median_ttft_s; };
+  const double quiet1 = without(1), quiet32 = without(32);
+  engine->efficiency.frontend_delay_s2 = 1e-4;
+  auto with = [&](int32_t conc) { return predict_point(*engine, options, conc)->median_ttft_s; };
+  // One stream adds ~1e-4 s^2 x ~100 tokens/s; 32 streams at ~2000 tokens/s add ~0.2 s.
+  EXPECT_LT(with(1) - quiet1, 0.03);
+  EXPECT_GT(with(32) - quiet32, 0.1);
+}
+
+TEST(Predict, RepresentedPromptsKeepTheBurstAtItsMeasuredShare) {
+  // 2 x conc requests of which conc start at t=0: unweighted, the median TTFT is a burst TTFT;
+  // standing for 10 x conc requests, the later ones dominate as in the measured run.
+  auto options = dsr1("h200", "fp8", 8);
+  options.isl = 8192;
+  options.osl = 128;
+  options.summary_only = true;
+  options.num_prompts = 128;
+  auto engine = resolve_engine(options.engine);
+  ASSERT_TRUE(engine);
+  const auto plain = predict_point(*engine, options, 64);
+  options.represented_prompts = 640;
+  const auto weighted = predict_point(*engine, options, 64);
+  ASSERT_TRUE(plain && weighted);
+  EXPECT_LT(weighted->median_ttft_s, plain->median_ttft_s);
+  EXPECT_DOUBLE_EQ(weighted->tput_per_gpu, plain->tput_per_gpu);
+}
+
 TEST(Predict, ResultHasTheSpecKeysAndAggregates) {
   auto options = dsr1("h200", "fp8", 8);
   options.osl = 64;
