@@ -22,9 +22,9 @@
 
 #include "common/json_io.h"
 #include "common/rng.h"
+#include "common/utf8.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
-#include "common/utf8.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <ctime>
 
-#include "tokenizer/tokenizer.h"
 #include "common/utf8.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ix::tok {
 namespace {

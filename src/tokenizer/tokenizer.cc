@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "common/json_io.h"
-#include "tokenizer/tokenizer_impl.h"
 #include "common/utf8.h"
+#include "tokenizer/tokenizer_impl.h"
 
 namespace ix::tok {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "common/utf8.h"
 #include "oracle_support.h"
 #include "tokenizer/tokenizer.h"
-#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {

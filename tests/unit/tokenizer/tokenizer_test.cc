@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "common/utf8.h"
 #include "oracle_support.h"
 #include "tokenizer/regex.h"
-#include "common/utf8.h"
 
 namespace ix::tok {
 namespace {
