@@ -32,6 +32,7 @@ constexpr Field kFields[] = {
     {"frontend_delay_s2", &Efficiency::frontend_delay_s2},
     {"kv_transfer_setup_s", &Efficiency::kv_transfer_setup_s},
     {"draft_cost_fraction", &Efficiency::draft_cost_fraction},
+    {"expert_routing_exponent", &Efficiency::expert_routing_exponent},
     {"fixed_scale", &Efficiency::fixed_scale},
     {"memory_scale", &Efficiency::memory_scale},
     {"compute_scale", &Efficiency::compute_scale},

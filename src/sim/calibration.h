@@ -35,6 +35,12 @@ struct Efficiency {
   double frontend_delay_s2 = 1e-5;
   double kv_transfer_setup_s = 2e-3;  // disaggregated prefill -> decode transfer setup
   double draft_cost_fraction = 0.1;   // one draft token, relative to a decode step
+  // Routing correlation: n tokens of one step touch the distinct experts of n^a independent
+  // top-k draws, E_eff = E (1 - (1 - k/E)^(n^a)). a = 1: every token routes independently; a < 1:
+  // tokens of one batch (random-token benchmark prompts) pick alike, so fewer experts are read at
+  // small batches and the expert reads keep growing at larger ones. A property of the model and
+  // workload, not of the hardware: `sim calibrate` fits one value on all groups.
+  double expert_routing_exponent = 1.0;
 
   // Fitted multipliers (1 = nominal). Step time = fixed_scale * (t_step + L t_layer)
   // + fixed_scale * request_scale * B t_req + memory_scale * weight-read terms + compute_scale *

@@ -25,10 +25,11 @@ constexpr double kActivationBytes = 2.0;  // bf16 activations on the wire
 constexpr double kDispatchBytes = 1.5;    // fp8 dispatch + bf16 combine, averaged
 constexpr double kActivationReserveFraction = 0.02;
 
-// Expected distinct experts touched when `tokens` tokens each pick k of E.
-double distinct_experts(double tokens, double experts, double k) {
+// Expected distinct experts touched when `tokens` tokens each pick k of E, with routing
+// correlation exponent `a` (Efficiency::expert_routing_exponent): tokens^a independent draws.
+double distinct_experts(double tokens, double experts, double k, double a) {
   if (tokens <= 0 || experts <= 0) return 0;
-  return experts * (1.0 - std::exp(tokens * std::log1p(-k / experts)));
+  return experts * (1.0 - std::exp(std::pow(tokens, a) * std::log1p(-k / experts)));
 }
 
 }  // namespace
@@ -216,7 +217,7 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
              group_prefill);
   if (model_.is_moe() && group_tokens > 0) {
     const double k = model_.experts_per_token;
-    const double touched = distinct_experts(double(group_tokens), model_.num_experts, k);
+    const double touched = distinct_experts(double(group_tokens), model_.num_experts, k, e.expert_routing_exponent);
     const double rows_per_expert = group_tokens * k / std::max(touched, 1.0);
     roofline(buckets, 2.0 * group_tokens * k * model_.expert_params() * model_.moe_layers() / shape_.gpus,
              gemm_mfu(rows_per_expert) * peak_expert_,

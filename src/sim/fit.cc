@@ -1,6 +1,7 @@
 #include "sim/fit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -524,6 +526,17 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     }
     return next;
   };
+  // Total loss of the fitting points, each under the group a prediction would use.
+  auto table_loss = [&](const std::vector<Simulated>& sims, const CalibrationTable& table) {
+    double sum = 0;
+    for (size_t i : all) {
+      const auto& c = points[i].engine;
+      const Efficiency e =
+          table.lookup(points[i].hardware, c.framework, c.precision, std::string(spec_decoding_name(c.spec_decoding)));
+      sum += point_loss(sims[i], points[i], theta_of(e), options.huber_delta);
+    }
+    return sum;
+  };
   auto simulate_round = [&](int32_t round, const CalibrationTable& table) {
     auto sims = simulate_all(points, table, options);
     size_t failures = 0;
@@ -534,7 +547,33 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
 
   CalibrationTable table;
   table.set_source("nominal");
+  double routing_exponent = 1.0;
   for (int32_t round = 0; round < options.iterations; ++round) {
+    if (round == 0 && options.routing_exponents.size() > 1) {
+      // The routing exponent changes the expert reads of every step non-linearly, so it is not
+      // rescaled in closed form: each candidate is simulated and fitted, the one whose fitted
+      // table has the lowest loss on the fitting points is kept for every group.
+      std::optional<CalibrationTable> best;
+      double best_loss = 0;
+      for (double a : options.routing_exponents) {
+        say(fmt::format("round 1: simulating {} points, expert routing exponent {}", points.size(), a));
+        CalibrationTable start = table;
+        Efficiency defaults = start.defaults();
+        defaults.expert_routing_exponent = a;
+        start.set_defaults(defaults);
+        const auto sims = simulate_round(round, start);
+        CalibrationTable next = fit_levels(sims, start);
+        const double loss = table_loss(sims, next);
+        say(fmt::format("round 1: routing exponent {}: loss {:.3f}", a, loss));
+        if (!best || loss < best_loss) {
+          best = std::move(next);
+          best_loss = loss;
+          routing_exponent = a;
+        }
+      }
+      table = std::move(*best);
+      continue;
+    }
     say(fmt::format("round {}: simulating {} points", round + 1, points.size()));
     const auto sims = simulate_round(round, table);
     table = fit_levels(sims, table);
@@ -542,10 +581,11 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
   table.set_source(fmt::format(
       "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "
       "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
-      "points{}; Huber loss on log errors, delta {}",
+      "points{}; Huber loss on log errors, delta {}; expert routing exponent {} (searched over {})",
       std::count(fitted.begin(), fitted.end(), true),
       options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
-      options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta));
+      options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
+      fmt::join(options.routing_exponents, ", ")));
 
   say("final: simulating every point with the fitted factors");
   const auto final_sims = simulate_all(points, table, options);

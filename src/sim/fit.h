@@ -66,6 +66,10 @@ struct FitOptions {
   // deep in saturation; with plain squares (0) those few points pull a whole group's factors and
   // the held-out error of b300/mi355x rises by 5-11 points (docs/simulator.md).
   double huber_delta = 0.2;
+  // Candidate expert routing exponents (Efficiency::expert_routing_exponent), searched in the
+  // first round: each is simulated and fitted, the lowest loss on the fitting points wins and is
+  // shared by every group. One value: no search.
+  std::vector<double> routing_exponents = {1.0, 0.7, 0.5, 0.4, 0.3};
 };
 
 struct PointResidual {

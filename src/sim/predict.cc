@@ -116,6 +116,7 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
                                           {"frontend_delay_s2", e.frontend_delay_s2},
                                           {"kv_transfer_setup_s", e.kv_transfer_setup_s},
                                           {"draft_cost_fraction", e.draft_cost_fraction},
+                                          {"expert_routing_exponent", e.expert_routing_exponent},
                                           {"fixed_scale", e.fixed_scale},
                                           {"memory_scale", e.memory_scale},
                                           {"compute_scale", e.compute_scale},
