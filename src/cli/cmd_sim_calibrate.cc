@@ -80,7 +80,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_flag("--holdout", flags->holdout,
                 "fit on the lowest and highest concurrency of each series, report errors on the others");
   cmd->add_option("--iterations", flags->iterations, "simulate-and-refit rounds")->capture_default_str();
-  cmd->add_option("--max-prompts", flags->max_prompts, "cap on simulated requests per point (at least 1.5 x conc)")
+  cmd->add_option("--max-prompts", flags->max_prompts,
+                  "simulated requests per point, raised to at least 3 x conc and capped at 10 x conc (what the "
+                  "measured runs sent)")
       ->capture_default_str();
   cmd->add_option("--residuals-csv", flags->residuals_csv, "write measured vs predicted values per point here");
   cmd->add_flag("--spec-groups", flags->spec_groups,
