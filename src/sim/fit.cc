@@ -112,14 +112,18 @@ struct ThetaField {
   double step = 0.5;   // initial simplex step (log)
   double ridge = 1.0;  // weight of the pull toward the parent level
 };
+// Lower bounds at the roofline: memory and decode attention no faster than 0.8 of their nominal
+// time, GEMMs no faster than 0.6, prefill no faster than nominal. Unbounded, the factors traded
+// off to unphysical values (decode attention 10x faster than the roofline) at the same held-out
+// error (docs/simulator.md).
 constexpr ThetaField kTheta[kThetaSize] = {
     {&Efficiency::fixed_scale, 0.05, 50},
-    {&Efficiency::memory_scale, 0.2, 20},
-    {&Efficiency::compute_scale, 0.2, 50},
+    {&Efficiency::memory_scale, 0.8, 20},
+    {&Efficiency::compute_scale, 0.6, 50},
     {&Efficiency::api_overhead_s, 1e-4, 3.0},
     {&Efficiency::request_scale, 0.01, 300},
-    {&Efficiency::attention_scale, 0.05, 50},
-    {&Efficiency::prefill_scale, 0.1, 20},
+    {&Efficiency::attention_scale, 0.8, 50},
+    {&Efficiency::prefill_scale, 1.0, 20},
     // The front-end delay spans orders of magnitude between frameworks (0 on TRT-LLM, ~1e-4 s^2 on
     // SGLang/Blackwell): a wide first step and a weak pull toward the parent.
     {&Efficiency::frontend_delay_s2, 1e-8, 1e-2, 2.5, 0.02},
