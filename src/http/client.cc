@@ -547,8 +547,9 @@ struct ClientLoop::Impl {
   // to EAGAIN/EOF once the server has closed; after four full buffers it yields to other sockets
   // and continues from the queue.
   void read_available(const std::shared_ptr<Exchange>& ex) {
-    const std::shared_ptr<Connection> conn = ex->conn;
-    Connection& c = *conn;
+    // The exchange keeps the connection while on_bytes() wants more; once it does not, the loop
+    // returns without touching it again.
+    Connection& c = *ex->conn;
     const bool to_end = c.peer_closed;
     for (int round = 0; round < 4; ++round) {
       iovec iov{c.buffer.data(), c.buffer.size()};
@@ -580,7 +581,7 @@ struct ClientLoop::Impl {
         return;
       }
     }
-    asio::post(io, [this, ex, conn] {
+    asio::post(io, [this, ex, conn = ex->conn] {
       if (!ex->done && ex->conn == conn) read_available(ex);
     });
   }

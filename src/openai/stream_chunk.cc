@@ -144,11 +144,11 @@ class Scanner {
     switch (*p_) {
       case '{': {
         if (depth >= kMaxDepth) return fail("too deeply nested");
-        return object(depth + 1, [&](std::string_view) { return skip_value(depth + 1); });
+        return object([&](std::string_view) { return skip_value(depth + 1); });
       }
       case '[': {
         if (depth >= kMaxDepth) return fail("too deeply nested");
-        return array(depth + 1, [&](size_t) { return skip_value(depth + 1); });
+        return array([&](size_t) { return skip_value(depth + 1); });
       }
       case '"': {
         std::string_view ignored;
@@ -167,10 +167,9 @@ class Scanner {
   }
 
   // An object at p_; on_member(key) is called with p_ before each member's value and must consume
-  // the value. depth counts this object.
+  // the value. Nesting depth is checked by the caller (skip_value).
   template <typename F>
-  bool object(int depth, F&& on_member) {
-    (void)depth;
+  bool object(F&& on_member) {
     if (!expect('{')) return false;
     skip_ws();
     if (peek() == '}') {
@@ -198,8 +197,7 @@ class Scanner {
   }
 
   template <typename F>
-  bool array(int depth, F&& on_element) {
-    (void)depth;
+  bool array(F&& on_element) {
     if (!expect('[')) return false;
     skip_ws();
     if (peek() == ']') {
@@ -369,7 +367,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
   auto choice0 = [&](int depth) {
     s.skip_ws();
     if (s.peek() != '{') return s.skip_value(depth);
-    return s.object(depth + 1, [&](std::string_view key) {
+    return s.object([&](std::string_view key) {
       if (const int f = as_text_field(key); f >= 0) return text_member(f, depth + 1);
       if (key == "finish_reason") {
         s.skip_ws();
@@ -382,7 +380,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
           for (int f : {kReasoningContent, kReasoning, kContent}) parts[f] = {};
           return s.skip_value(depth + 1);
         }
-        return s.object(depth + 2, [&](std::string_view dkey) {
+        return s.object([&](std::string_view dkey) {
           if (const int f = delta_field(dkey); f >= 0) return text_member(f, depth + 2);
           return s.skip_value(depth + 2);
         });
@@ -399,7 +397,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
       s.fail("extra data after the JSON value");
     }
   } else {
-    s.object(1, [&](std::string_view key) {
+    s.object([&](std::string_view key) {
       if (key == "choices") {
         s.skip_ws();
         if (s.peek() != '[') {
@@ -407,7 +405,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
           return s.skip_value(1);
         }
         bool any = false;
-        const bool ok = s.array(2, [&](size_t i) {
+        const bool ok = s.array([&](size_t i) {
           any = true;
           if (i == 0) {
             for (auto& part : parts) part = {};
@@ -422,7 +420,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
       if (key == "usage") {
         s.skip_ws();
         if (s.peek() != '{') return s.skip_value(1);
-        return s.object(2, [&](std::string_view ukey) {
+        return s.object([&](std::string_view ukey) {
           const bool completion = ukey == "completion_tokens";
           if (!completion && ukey != "prompt_tokens") return s.skip_value(2);
           s.skip_ws();
