@@ -21,6 +21,7 @@ struct CalibrateFlags {
   std::string residuals_csv;
   bool spec_groups = false;
   double huber_delta = 0.2;
+  int32_t jobs = 0;
 };
 
 int run_calibrate(const CalibrateFlags& flags) {
@@ -28,6 +29,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (!data) return report_error(data.error());
   if (flags.iterations < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--iterations must be >= 1"));
   if (!(flags.huber_delta >= 0)) return report_error(Error(ErrorCode::kInvalidArgument, "--huber-delta must be >= 0"));
+  if (flags.jobs < 0) return report_error(Error(ErrorCode::kInvalidArgument, "--jobs must be >= 0 (0 = all cores)"));
   if (flags.max_prompts < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--max-prompts must be >= 1"));
   sim::FitOptions options;
   options.holdout = flags.holdout;
@@ -35,6 +37,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   options.max_prompts = flags.max_prompts;
   options.spec_groups = flags.spec_groups;
   options.huber_delta = flags.huber_delta;
+  options.jobs = flags.jobs;
   auto report = sim::fit_calibration(*data, options, [&](const std::string& line) {
     if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
   });
@@ -89,6 +92,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
                 "also fit per speculative-decoding groups (lower in-sample, higher held-out error)");
   cmd->add_option("--huber-delta", flags->huber_delta,
                   "log errors beyond this count linearly in the fit (Huber loss); 0 = least squares")
+      ->capture_default_str();
+  cmd->add_option("--jobs", flags->jobs,
+                  "points simulated in parallel (0 = one per core; the result does not depend on it)")
       ->capture_default_str();
   cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
   registry.on_run(cmd, [flags] { return run_calibrate(*flags); });

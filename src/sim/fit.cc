@@ -340,7 +340,8 @@ std::vector<Simulated> simulate_all(const std::vector<MeasuredPoint>& points, co
                                     const FitOptions& options) {
   std::vector<Simulated> sims(points.size());
   std::atomic<size_t> next{0};
-  const unsigned workers = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
+  const unsigned workers =
+      options.jobs > 0 ? static_cast<unsigned>(options.jobs) : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < workers; ++w)
     threads.emplace_back([&] {

@@ -70,6 +70,8 @@ struct FitOptions {
   // first round: each is simulated and fitted, the lowest loss on the fitting points wins and is
   // shared by every group. One value: no search.
   std::vector<double> routing_exponents = {1.0, 0.7, 0.5, 0.4, 0.3};
+  // Points simulated in parallel; 0 = one per hardware thread. Results do not depend on it.
+  int32_t jobs = 0;
 };
 
 struct PointResidual {
