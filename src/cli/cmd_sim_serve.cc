@@ -19,6 +19,8 @@ namespace ix::cli {
 namespace {
 
 constexpr int32_t kScheduleModeDefaultMaxModelLen = 131072;
+// One day: larger delays are typos, and max_tokens x itl must stay far from int64 nanoseconds.
+constexpr double kMaxFixedMs = 86'400'000.0;
 
 struct SimServeFlags {
   EngineFlags engine;
@@ -55,8 +57,13 @@ int run(SimServeFlags& flags, bool explicit_fault_seed) {
     return report_error(
         Error(ErrorCode::kInvalidArgument, "--no-delay and --fixed-ttft-ms/--fixed-itl-ms exclude each other"));
   }
-  if (fixed && (*flags.fixed_ttft_ms < 0 || *flags.fixed_itl_ms < 0)) {
-    return report_error(Error(ErrorCode::kInvalidArgument, "--fixed-ttft-ms and --fixed-itl-ms must be >= 0"));
+  // !(x >= 0) also rejects nan; a finite upper bound keeps the schedule's nanosecond times in range.
+  if (fixed && !(*flags.fixed_ttft_ms >= 0 && *flags.fixed_ttft_ms <= kMaxFixedMs && *flags.fixed_itl_ms >= 0 &&
+                 *flags.fixed_itl_ms <= kMaxFixedMs)) {
+    return report_error(
+        Error(ErrorCode::kInvalidArgument,
+              fmt::format("--fixed-ttft-ms and --fixed-itl-ms must be numbers in [0, {}], got {} and {}", kMaxFixedMs,
+                          *flags.fixed_ttft_ms, *flags.fixed_itl_ms)));
   }
   auto codes = serve::parse_error_codes(flags.fault_error_codes);
   if (!codes) return report_error(codes.error());

@@ -665,7 +665,8 @@ class Router {
     spec.faults = plan;
     spec.id = fmt::format("{}-{:016x}{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);
     spec.created = static_cast<int64_t>(std::time(nullptr));
-    spec.token_offset = static_cast<size_t>(mixed % state_.codec->output_tokens().size());
+    const auto& starts = state_.codec->word_starts();
+    spec.token_offset = starts[static_cast<size_t>(mixed % starts.size())];
 
     auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
     // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
@@ -707,6 +708,27 @@ class Router {
   ServeState& state_;
 };
 
+// More loop threads than this is a typo (each is a thread with its own event loop).
+constexpr int kMaxLoopThreads = 1024;
+// Timeouts are turned into nanosecond deadlines: keep them far from int64 overflow (~115 days).
+constexpr int64_t kMaxTimeoutMs = 10'000'000'000;
+
+Result<void> validate_server_flags(const SimServeOptions& options) {
+  if (options.threads < 0 || options.threads > kMaxLoopThreads) {
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--threads must be in [0, {}] (0 = number of cores), got {}",
+                                                         kMaxLoopThreads, options.threads));
+  }
+  if (options.request_timeout_ms < 1 || options.request_timeout_ms > kMaxTimeoutMs) {
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--request-timeout-ms must be in [1, {}], got {}",
+                                                         kMaxTimeoutMs, options.request_timeout_ms));
+  }
+  if (options.idle_timeout_ms < 1 || options.idle_timeout_ms > kMaxTimeoutMs) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--idle-timeout-ms must be in [1, {}], got {}", kMaxTimeoutMs, options.idle_timeout_ms));
+  }
+  return {};
+}
+
 }  // namespace
 
 SimServer::SimServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -719,6 +741,7 @@ Result<std::unique_ptr<SimServer>> SimServer::start(const SimServeOptions& optio
                                                     std::unique_ptr<sim::LiveEngine> engine,
                                                     std::unique_ptr<TextCodec> codec) {
   if (auto valid = validate(options.faults); !valid) return std::unexpected(valid.error());
+  if (auto valid = validate_server_flags(options); !valid) return std::unexpected(valid.error());
   if (!engine) return fail(ErrorCode::kInvalidArgument, "sim serve needs an engine");
   if (!codec) codec = make_fallback_codec();
   auto impl = std::make_unique<Impl>();

@@ -12,8 +12,10 @@
 namespace ix::serve {
 namespace {
 
+// Starts with a space so that the cycle's wrap-around ("accelerator." then " The") re-encodes to
+// the same tokens: without it the wrap read "accelerator.The", one token fewer.
 constexpr std::string_view kPassage =
-    "The benchmark measures how quickly a serving engine turns prompts into tokens under load. Each "
+    " The benchmark measures how quickly a serving engine turns prompts into tokens under load. Each "
     "request arrives with a prompt of known length and asks for a fixed number of output tokens. The "
     "client records the time to the first token, the gaps between later tokens, and the time until the "
     "last one. Throughput per GPU and interactivity trade against each other as concurrency grows, and "
@@ -48,6 +50,7 @@ class FallbackCodec final : public TextCodec {
       if (end == std::string_view::npos) break;
       rest.remove_prefix(end);
     }
+    index_word_starts();
   }
 
   void encode(std::string_view text, bool, std::vector<int32_t>& out) const override {
@@ -85,6 +88,7 @@ class TokenizerCodec final : public TextCodec {
       std::string text = tokenizer_->decode(std::span<const int32_t>(&id, 1), false);
       output_tokens_.push_back({id, text, json_escape(text)});
     }
+    index_word_starts();
   }
 
   void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const override {
@@ -136,6 +140,14 @@ Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& token
     return fail(ErrorCode::kInvalidArgument, "tokenizer " + tokenizer_spec + " gives no tokens for plain English text");
   }
   return std::unique_ptr<TextCodec>(std::move(codec));
+}
+
+void TextCodec::index_word_starts() {
+  word_starts_.clear();
+  for (size_t i = 0; i < output_tokens_.size(); ++i) {
+    if (!output_tokens_[i].text.empty() && output_tokens_[i].text.front() == ' ') word_starts_.push_back(i);
+  }
+  if (word_starts_.empty() && !output_tokens_.empty()) word_starts_.push_back(0);
 }
 
 std::unique_ptr<TextCodec> make_fallback_codec() {

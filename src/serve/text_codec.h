@@ -10,7 +10,7 @@
 //    not those of any real model; description() says so and the server logs it at start.
 //
 // Output text: a request's completion tokens cycle through a fixed English passage (its tokens
-// under the codec), starting at a per-request offset, so streamed text is readable and each
+// under the codec), starting at a per-request offset at the start of a word, so streamed text is readable and each
 // token's text is known (and pre-escaped for JSON) in advance: rendering a token is a memcpy.
 //
 // Thread-safety: immutable after construction; all members are const and thread-safe.
@@ -53,9 +53,19 @@ class TextCodec {
   virtual std::string description() const = 0;
   // The output token cycle (never empty).
   const std::vector<OutputToken>& output_tokens() const { return output_tokens_; }
+  // Indices into output_tokens() of the tokens that begin a word (their text starts with a
+  // space); never empty. A request's text starts at one of these: one starting inside a word
+  // ("currency" of " con|currency") would re-encode to other tokens than were counted.
+  const std::vector<size_t>& word_starts() const { return word_starts_; }
 
  protected:
+  // Fills word_starts_ from output_tokens_; implementations call it at the end of construction.
+  void index_word_starts();
+
   std::vector<OutputToken> output_tokens_;
+
+ private:
+  std::vector<size_t> word_starts_;
 };
 
 // The approximate codec described above.

@@ -173,6 +173,26 @@ TEST(SimServe, FlagErrorsAreReported) {
   auto model = run_ixbench({"sim", "serve", "--model", "no-such-model", "--port", "0"});
   EXPECT_EQ(model.exit_code, 1);
   EXPECT_FALSE(model.err.empty());
+  // Out-of-range values are refused before the server starts: nan / inf delays served forever,
+  // --threads 100000 died in std::terminate, 0 or negative timeouts closed every connection.
+  const std::vector<std::vector<std::string>> bad = {
+      {"--fixed-ttft-ms", "nan", "--fixed-itl-ms", "10"},
+      {"--fixed-ttft-ms", "inf", "--fixed-itl-ms", "10"},
+      {"--fixed-ttft-ms", "10", "--fixed-itl-ms", "1e300"},
+      {"--no-delay", "--threads", "-1"},
+      {"--no-delay", "--threads", "100000"},
+      {"--no-delay", "--request-timeout-ms", "0"},
+      {"--no-delay", "--idle-timeout-ms", "-1"},
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> argv = {"sim", "serve", "--port", "0", "--tokenizer", "none"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_ixbench(argv, "", 20.0);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << ": " << r.err;
+    const std::string& flag = args[0] == "--no-delay" ? args[1] : args[0];
+    EXPECT_NE(r.err.find(flag.substr(0, 9)), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+  }
 }
 
 TEST(SimServe, PortInUseIsAnError) {
