@@ -1,5 +1,6 @@
 #include "bench/serve_command.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -7,9 +8,11 @@
 
 #include <atomic>
 #include <boost/json.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -88,10 +91,37 @@ std::string local_date_stamp() {
 // One loop thread handles ~1.8 M events/s when fully busy; one per 1024 streams keeps each well
 // below that at any realistic ITL, and at most a quarter of the cores stay with the client (the
 // server under test often shares the host).
+// More client loop threads than this is a typo, not a configuration (each holds an event loop,
+// an eventfd and an epoll set).
+constexpr int kMaxClientThreads = 1024;
+
 int auto_threads(std::optional<int64_t> concurrency) {
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t c = concurrency.value_or(1024);
   return static_cast<int>(std::clamp<int64_t>((c + 1023) / 1024, 1, std::max<int64_t>(1, cores / 4)));
+}
+
+// The directory a result file named `filename` goes to (in `result_dir`, or beside the working
+// directory): created when missing, and probed by creating and removing a file in it.
+Result<std::filesystem::path> result_directory(const std::string& result_dir, const std::string& filename) {
+  std::filesystem::path dir = result_dir;
+  if (const auto sub = std::filesystem::path(filename).parent_path(); !sub.empty()) dir /= sub;
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--result-dir: cannot create '{}': {}", dir.string(), ec.message()));
+  }
+  const std::filesystem::path probe = dir / fmt::format(".ixbench-write-probe-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--result-dir: cannot write in '{}': {}", dir.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  std::filesystem::remove(probe, ec);
+  return dir;
 }
 
 }  // namespace
@@ -139,6 +169,40 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (!(o.burstiness > 0)) return fail(ErrorCode::kInvalidArgument, "--burstiness must be > 0");
   if (o.max_concurrency && *o.max_concurrency < 1)
     return fail(ErrorCode::kInvalidArgument, "--max-concurrency must be >= 1");
+  if (!(o.request_timeout_s > 0) || !std::isfinite(o.request_timeout_s)) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--request-timeout must be a finite number of seconds > 0, got {}", o.request_timeout_s));
+  }
+  if (o.max_retries < 0) {
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--max-retries must be >= 0, got {}", o.max_retries));
+  }
+  if (o.threads < 0 || o.threads > kMaxClientThreads) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--threads must be in [0, {}] (0 = auto), got {}", kMaxClientThreads, o.threads));
+  }
+  if (!(o.max_failed_fraction >= 0 && o.max_failed_fraction <= 1)) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--max-failed-fraction must be in [0, 1], got {}", o.max_failed_fraction));
+  }
+  if (!(o.loop_lag_threshold_ms >= 0) || !std::isfinite(o.loop_lag_threshold_ms)) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--client-lag-threshold-ms must be a finite number >= 0, got {}", o.loop_lag_threshold_ms));
+  }
+  if (o.spec_acceptance_length && !(*o.spec_acceptance_length >= 1 && std::isfinite(*o.spec_acceptance_length))) {
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--spec-acceptance-length must be >= 1 (tokens per step), got {}", *o.spec_acceptance_length));
+  }
+  if (o.server_pid) {
+    if (*o.server_pid <= 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--server-pid must be a process id >= 1, got {}", *o.server_pid));
+    }
+    if (::kill(*o.server_pid, 0) != 0 && errno != EPERM) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--server-pid {}: no such process (is the server running?)", *o.server_pid));
+    }
+  }
 
   metrics::ServeRunInfo info;
   info.percentile_metrics = split(o.percentile_metrics, ',');
@@ -163,7 +227,10 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     }
     auto v = parse_double(std::string_view(g).substr(colon + 1), "--goodput");
     if (!v) return std::unexpected(v.error());
-    if (*v < 0) return fail(ErrorCode::kInvalidArgument, "--goodput SLOs must be >= 0 ms");
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--goodput '{}': the SLO must be a finite number >= 0 ms", g));
+    }
     info.goodput_slo_ms[name] = *v;
   }
   boost::json::object metadata;
@@ -228,6 +295,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(1024), 1024);
   if (auto ok = prefetcher.wait_for_first(static_cast<size_t>(first_wave)); !ok) return std::unexpected(ok.error());
 
+  // Where the result goes: checked before the run, so a long run is never lost to a typo.
+  if (o.save_result || o.save_detailed) {
+    if (auto dir = result_directory(o.result_dir, o.result_filename); !dir) return std::unexpected(dir.error());
+  }
+
   ServeRunnerOptions run;
   run.base = *base;
   run.endpoint = o.endpoint.empty() ? std::string(openai::default_endpoint(*backend)) : o.endpoint;
@@ -247,7 +319,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
   run.max_retries = o.max_retries;
   run.threads = threads;
-  run.server_pid = o.server_pid;
+  run.server_pid = o.server_pid.value_or(0);
   run.interrupt = &g_interrupted;
   run.loop_lag_threshold_ms = o.loop_lag_threshold_ms;
   run.scrape_server_metrics = o.scrape_metrics;
@@ -331,9 +403,20 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["endpoint"] = run.endpoint;
   info.extra["use_chat_template"] = o.use_chat_template;
   for (const auto& [key, value] : output->extra) info.extra[key] = value;
-  for (const auto& [key, value] : metadata) info.extra[key] = value;
+  // The records hold measured requests only: the warmups the run excluded are counted here.
+  info.extra["num_warmups_excluded"] = output->warmup_done;
   boost::json::object result = metrics::build_serve_result(output->records, info);
+  // As vLLM: metadata is added beside the measurements and never replaces one of them.
+  for (const auto& [key, value] : metadata) {
+    if (result.contains(key)) {
+      log::warn("bench serve: --metadata {}: the result already has a field '{}'; kept the measured value", key,
+                std::string_view(key));
+      continue;
+    }
+    result[key] = value;
+  }
 
+  std::optional<Error> write_error;
   if (o.save_result || o.save_detailed) {
     std::string name = o.result_filename;
     if (name.empty()) {
@@ -344,13 +427,16 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     }
     std::filesystem::path path =
         o.result_dir.empty() ? std::filesystem::path(name) : std::filesystem::path(o.result_dir) / name;
-    if (!o.result_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(o.result_dir, ec);
+    // The directory was checked before the run; it may have gone since.
+    if (auto again = result_directory(o.result_dir, name); !again) write_error = again.error();
+    if (!write_error) {
+      if (auto ok = json::write_file(path, json::to_string(result)); !ok) {
+        write_error = ok.error();
+      } else {
+        log::info("bench serve: wrote {}", path.string());
+      }
     }
-    if (auto ok = json::write_file(path, json::to_string(result)); !ok) return std::unexpected(ok.error());
-    log::info("bench serve: wrote {}", path.string());
-    if (o.save_detailed) {
+    if (!write_error && o.save_detailed) {
       std::filesystem::path detailed = path;
       detailed.replace_extension(".requests.jsonl");
       std::string lines;
@@ -358,12 +444,17 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
         lines += json::to_string(metrics::request_record_to_json(r, output->start_ns));
         lines += '\n';
       }
-      if (auto ok = json::write_file(detailed, lines); !ok) return std::unexpected(ok.error());
-      log::info("bench serve: wrote {}", detailed.string());
+      if (auto ok = json::write_file(detailed, lines); !ok) {
+        write_error = ok.error();
+      } else {
+        log::info("bench serve: wrote {}", detailed.string());
+      }
     }
   }
+  // The summary is printed even when the file could not be written: it is all that is left.
   fmt::print("{}", metrics::format_serve_summary(result));
   std::fflush(stdout);
+  if (write_error) return std::unexpected(*write_error);
 
   const int64_t completed = result.at("completed").as_int64();
   const int64_t failed = result.at("failed").as_int64();
@@ -375,6 +466,14 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   } else if (completed == 0 || static_cast<double>(failed) > o.max_failed_fraction * static_cast<double>(measured)) {
     log::error("bench serve: {} of {} requests failed (more than {:.0f}%): {}", failed, measured,
                o.max_failed_fraction * 100, json::to_string(result.at("errors")));
+    // What went wrong, not only how often (connection refused, TLS, HTTP status...).
+    if (const auto* examples = result.if_contains("error_examples"); examples && examples->is_object()) {
+      for (const auto& [kind, message] : examples->as_object()) {
+        if (message.is_string()) {
+          log::error("bench serve: e.g. {}: {}", std::string_view(kind), std::string_view(message.as_string()));
+        }
+      }
+    }
     status = 1;
   }
   if (!result.at("run_valid").as_bool()) {

@@ -58,8 +58,8 @@ struct BenchServeOptions {
   uint64_t seed = 0;
   double request_timeout_s = 600.0;
   int max_retries = 0;
-  int threads = 0;  // 0 = auto: one per 1024 concurrent streams, up to a quarter of the cores
-  pid_t server_pid = 0;
+  int threads = 0;                  // 0 = auto: one per 1024 concurrent streams, up to a quarter of the cores
+  std::optional<pid_t> server_pid;  // watched when set; must name a live process at start
   bool profile = false;
   bool scrape_metrics = true;
   std::optional<double> spec_acceptance_length;  // configured AL, reported beside the achieved one

@@ -206,8 +206,9 @@ class Worker {
       f->rec.index = static_cast<int64_t>(f->position_ - options().warmups.size());
       texts_.push_back(std::move(f->text));
       records_.push_back(std::move(f->rec));
-    } else if (!ok) {
-      ++warmup_failed_;
+    } else {
+      ++warmup_done_;
+      if (!ok) ++warmup_failed_;
     }
     free_.push_back(f);
     if (!ok && options().server_pid > 0 && !phase_->stopping.load(std::memory_order_relaxed) &&
@@ -245,6 +246,7 @@ class Worker {
   std::vector<std::string>& texts() { return texts_; }
   const metrics::LogHistogram& lag() const { return lag_; }
   int64_t warmup_failed() const { return warmup_failed_; }
+  int64_t warmup_done() const { return warmup_done_; }
   int64_t cpu_ns() const { return cpu_end_ns_ - cpu_start_ns_; }
   double busy_fraction() const {
     const int64_t wall = wall_end_ns_ - wall_start_ns_;
@@ -381,6 +383,7 @@ class Worker {
   std::vector<RequestRecord> records_;
   std::vector<std::string> texts_;
   int64_t warmup_failed_ = 0;
+  int64_t warmup_done_ = 0;  // warmup requests that finished (ok or failed): excluded from the results
   metrics::LogHistogram lag_;
   int64_t probe_due_ns_ = 0;
   bool measuring_ = false;
@@ -669,6 +672,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
     max_busy = std::max(max_busy, w->busy_fraction());
     client_cpu_ns += w->cpu_ns();
     out.warmup_failed += w->warmup_failed();
+    out.warmup_done += w->warmup_done();
     const auto& c = w->loop().counters();
     counters.connections_opened += c.connections_opened;
     counters.connections_reused += c.connections_reused;

@@ -109,6 +109,7 @@ struct ServeRunnerOutput {
   std::vector<std::string> invalid_reasons;  // interrupted, server died, prompt synthesis late
   boost::json::object extra;                 // server_metrics, profile, connection counters...
   int64_t warmup_failed = 0;
+  int64_t warmup_done = 0;  // warmup requests that finished (ok or failed)
   bool stopped_early = false;
 };
 

@@ -316,7 +316,8 @@ std::string format_serve_summary(const boost::json::object& result) {
   if (has("mean_sched_ttft_ms")) {
     out += fmt::format("{:-^50}\n", "Client-side view (ixbench)");
     line_f("Mean queue time (ms):", num("mean_queue_ms"));
-    line_f("P99 TTFT from scheduled (ms):", num("p99_sched_ttft_ms"));
+    // Only when 99 is among --metric-percentiles (else there is no such value to print).
+    if (has("p99_sched_ttft_ms")) line_f("P99 TTFT from scheduled (ms):", num("p99_sched_ttft_ms"));
     line_f("Mean tokens per chunk:", num("mean_tokens_per_chunk"));
   }
   if (const auto* v = result.if_contains("run_valid"); v && v->is_bool() && !v->as_bool()) {

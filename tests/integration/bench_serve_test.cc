@@ -323,6 +323,75 @@ TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(BenchServe, OutOfRangeFlagValuesAreErrorsBeforeTheRun) {
+  // Each was accepted before: a nan/0/negative timeout, negative retries or threads, a failed
+  // fraction outside [0, 1] ("more than -100%"), a watched pid that is no process (0 watched the
+  // process group, a dead pid cancelled every request), a nan goodput SLO.
+  const std::vector<std::vector<std::string>> bad = {
+      {"--request-timeout", "0"},
+      {"--request-timeout", "nan"},
+      {"--max-retries", "-1"},
+      {"--threads", "-1"},
+      {"--threads", "100000"},
+      {"--max-failed-fraction", "2"},
+      {"--max-failed-fraction", "-1"},
+      {"--client-lag-threshold-ms", "-1"},
+      {"--spec-acceptance-length", "-1"},
+      {"--server-pid", "0"},
+      {"--server-pid", "-5"},
+      {"--server-pid", "999999999"},
+      {"--goodput", "ttft:nan"},
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> argv = {"bench",         "serve",       "--model",      "deepseek-r1",
+                                     "--tokenizer",   "deepseek_v3", "--base-url",   "http://127.0.0.1:1",
+                                     "--num-prompts", "1",           "--no-progress"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(args[0]), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << args[0] << " ran: " << r.err;
+  }
+}
+
+TEST(BenchServe, UnwritableResultDirectoryIsAnErrorBeforeTheRun) {
+  const auto dir = scratch_dir("unwritable");
+  std::ofstream(dir / "file") << "x";
+  // Before: the whole run was measured, then lost ("cannot write ...: Not a directory").
+  auto r = ix::testing::run_ixbench(
+      {"bench", "serve", "--model", "deepseek-r1", "--tokenizer", "deepseek_v3", "--base-url", "http://127.0.0.1:1",
+       "--num-prompts", "1", "--no-progress", "--save-result", "--result-dir", (dir / "file" / "sub").string()},
+      "", 60.0);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--result-dir"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << r.err;
+  // A failed run says why on the console, not only how often.
+  auto refused = ix::testing::run_ixbench({"bench", "serve", "--model", "deepseek-r1", "--tokenizer", "deepseek_v3",
+                                           "--base-url", "http://127.0.0.1:1", "--num-prompts", "2", "--no-progress"},
+                                          "", 60.0);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("e.g. connect: cannot connect"), std::string::npos) << refused.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, MetadataNeverReplacesAMeasurementAndWarmupsAreCounted) {
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  // --metadata completed=999 used to overwrite "completed" with a string and end in "internal
+  // error: not an int64"; num_warmups_excluded was always 0.
+  auto run = bench(*server, "metadata",
+                   {"--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "2", "--num-prompts",
+                    "4", "--metadata", "completed=999", "--metadata", "run=ci", "--metric-percentiles", "50"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  ASSERT_TRUE(run.result.at("completed").is_int64());
+  EXPECT_EQ(num(run.result, "completed"), 4);
+  EXPECT_EQ(run.result.at("run").as_string(), "ci");
+  EXPECT_NE(run.process.err.find("--metadata completed"), std::string::npos) << run.process.err;
+  EXPECT_EQ(num(run.result, "num_warmups_excluded"), 4);
+  // No p99 asked for: the summary does not print a made-up 0.
+  EXPECT_EQ(run.process.out.find("P99"), std::string::npos) << run.process.out;
+}
+
 TEST(BenchServe, UsageErrors) {
   auto r = ix::testing::run_ixbench({"bench", "serve", "--model", "deepseek-r1", "--backend", "tgi"});
   EXPECT_EQ(r.exit_code, 1);
