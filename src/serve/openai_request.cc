@@ -197,6 +197,9 @@ std::expected<OpenAiRequest, ApiError> parse_openai_request(std::string_view bod
     auto include = get_bool(options->get_object(), "include_usage");
     if (!include) return bad("field 'stream_options.include_usage' must be a boolean");
     request.include_usage = include->value_or(false);
+    auto continuous = get_bool(options->get_object(), "continuous_usage_stats");
+    if (!continuous) return bad("field 'stream_options.continuous_usage_stats' must be a boolean");
+    request.continuous_usage = continuous->value_or(false);
   }
 
   auto max_tokens = get_int(object, "max_tokens");

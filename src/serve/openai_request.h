@@ -38,6 +38,7 @@ struct OpenAiRequest {
   std::optional<std::string> model;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM): usage in every chunk
   std::optional<int64_t> max_tokens;
   bool ignore_eos = false;
   std::vector<std::string> stop;

@@ -173,6 +173,7 @@ struct StreamSpec {
   ApiKind kind = ApiKind::kCompletion;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;
   std::vector<std::string> stop;
   FaultPlan faults;
   std::string id;
@@ -351,11 +352,7 @@ class CompletionSource final : public http::BodySource {
       if (spec_.stream) {
         out += prefix_;
         for (int32_t index = 0; index < tokens; ++index) out += cycle[next_token_index()].json_text;
-        if (last) {
-          out += final_suffix(finish_reason_name());
-        } else {
-          out += suffix_;
-        }
+        end_event(out, last ? final_suffix(finish_reason_name()) : suffix_);
       } else {
         for (int32_t index = 0; index < tokens; ++index) text_ += cycle[next_token_index()].text;
       }
@@ -380,10 +377,24 @@ class CompletionSource final : public http::BodySource {
     if (spec_.stream) {
       out += prefix_;
       out += json_escape(raw);
-      out += (last || stopped_) ? final_suffix(finish_reason_name()) : suffix_;
+      end_event(out, (last || stopped_) ? final_suffix(finish_reason_name()) : suffix_);
     } else {
       text_ += raw;
     }
+  }
+
+  // Closes a token event with `suffix` (which ends with the object's "}\n\n"). With
+  // stream_options.continuous_usage_stats the running usage goes in every chunk, as vLLM does:
+  // clients read how many tokens each chunk carried from the completion_tokens deltas.
+  void end_event(std::string& out, const std::string& suffix) const {
+    if (!spec_.continuous_usage) {
+      out += suffix;
+      return;
+    }
+    out.append(suffix, 0, suffix.size() - 3);
+    out += R"(,"usage":)";
+    out += usage_json();
+    out += "}\n\n";
   }
 
   size_t next_token_index() {
@@ -661,6 +672,7 @@ class Router {
     spec.kind = kind;
     spec.stream = parsed->stream;
     spec.include_usage = parsed->include_usage;
+    spec.continuous_usage = parsed->continuous_usage;
     spec.stop = parsed->stop;
     spec.faults = plan;
     spec.id = fmt::format("{}-{:016x}{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);

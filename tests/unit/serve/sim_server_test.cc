@@ -134,6 +134,44 @@ TEST(SimServer, StreamWithoutIncludeUsageHasNoUsageChunk) {
   for (size_t index = 0; index < 3; ++index) EXPECT_FALSE(parse_object(lines[index]).contains("usage"));
 }
 
+TEST(SimServer, ContinuousUsageStatsPutsRunningUsageInEveryTokenChunk) {
+  // vLLM's stream_options.continuous_usage_stats, which bench serve asks for to learn how many
+  // tokens each chunk carried (speculative decoding); it used to be ignored.
+  Server server;
+  for (const std::string path : {"/v1/completions", "/v1/chat/completions"}) {
+    const std::string prompt =
+        path == "/v1/completions" ? R"("prompt":"hello there")" : R"("messages":[{"role":"user","content":"hi"}])";
+    auto response = server.post(path, "{" + prompt +
+                                          R"(,"max_tokens":5,"stream":true,)"
+                                          R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+    ASSERT_EQ(response.status, 200) << response.body;
+    int64_t previous = 0;
+    int token_chunks = 0;
+    for (const auto& line : sse_data_lines(response.body)) {
+      if (line == "[DONE]") continue;
+      auto chunk = parse_object(line);
+      const auto& choices = chunk.at("choices").as_array();
+      if (!choices.empty() && choices.at(0).as_object().contains("delta") &&
+          choices.at(0).as_object().at("delta").as_object().contains("role")) {
+        continue;  // the chat role chunk carries no token
+      }
+      ASSERT_TRUE(chunk.contains("usage")) << path << ": " << line;
+      const int64_t completion = chunk.at("usage").as_object().at("completion_tokens").as_int64();
+      EXPECT_GE(completion, previous) << line;
+      if (!choices.empty()) {
+        EXPECT_GT(completion, previous) << line;
+        ++token_chunks;
+      }
+      previous = completion;
+    }
+    EXPECT_GT(token_chunks, 0);
+    EXPECT_EQ(previous, 5) << path;
+  }
+  auto bad = server.post("/v1/completions", R"({"prompt":"x","max_tokens":2,"stream":true,)"
+                                            R"("stream_options":{"continuous_usage_stats":1}})");
+  expect_openai_error(bad, 400, "continuous_usage_stats");
+}
+
 TEST(SimServer, ChatStreamStartsWithRoleAndUsesDeltas) {
   Server server;
   auto response =
