@@ -569,8 +569,23 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     impl->handles.push_back(std::move(handle));
   }
   try {
-    auto address = asio::ip::make_address(options.host);
-    tcp::endpoint endpoint(address, options.port);
+    // An IP literal, or a name such as localhost (its first IPv4 address, else the first one).
+    boost::system::error_code literal_error;
+    const auto literal = asio::ip::make_address(options.host, literal_error);
+    tcp::endpoint endpoint;
+    if (!literal_error) {
+      endpoint = tcp::endpoint(literal, options.port);
+    } else {
+      tcp::resolver resolver(impl->loops[0]->context);
+      const auto results = resolver.resolve(options.host, std::to_string(options.port),
+                                            tcp::resolver::passive | tcp::resolver::numeric_service);
+      endpoint = results.begin()->endpoint();
+      for (const auto& entry : results)
+        if (entry.endpoint().address().is_v4()) {
+          endpoint = entry.endpoint();
+          break;
+        }
+    }
     impl->acceptor = std::make_unique<tcp::acceptor>(impl->loops[0]->context);
     impl->acceptor->open(endpoint.protocol());
     impl->acceptor->set_option(tcp::acceptor::reuse_address(true));

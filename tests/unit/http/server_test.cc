@@ -150,6 +150,24 @@ TEST(HttpServer, KeepAliveServesManyRequestsOnOneConnection) {
   EXPECT_EQ(fixture.requests.load(), 20);
 }
 
+TEST(HttpServer, ListensOnAHostNameAndNamesAnUnknownOne) {
+  ServerOptions options;
+  options.host = "localhost";
+  Fixture fixture(options);
+  ASSERT_TRUE(fixture.server);
+  auto client = connect(fixture.port());  // 127.0.0.1
+  ASSERT_TRUE(client.send(make_post("/echo", "hi")));
+  auto response = client.read_response();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "POST /echo hi");
+
+  options.host = "no-such-host.invalid";
+  auto failed = HttpServer::start(options, [](ServerRequest&, RequestContext&) { return ServerResponse{}; });
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message().find("cannot listen on no-such-host.invalid"), std::string::npos)
+      << failed.error().message();
+}
+
 TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
   Fixture fixture;
   auto client = connect(fixture.port());
