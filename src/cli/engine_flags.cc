@@ -39,6 +39,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
   app.add_option("--num-gpu-blocks-override", c.num_gpu_blocks_override, "KV blocks per rank (0 = from memory)")
       ->capture_default_str();
+  app.add_option("--scheduler-recv-interval", c.scheduler_recv_interval,
+                 "SGLang's: take in new requests every N decode steps (1 = every step; 0 = the InferenceX "
+                 "recipe's value for each benchmark concurrency in sim predict — 10/30 for SGLang on B200/B300 — "
+                 "else 1)")
+      ->capture_default_str();
   app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
   app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();

@@ -24,8 +24,9 @@ struct EngineFlags {
 // Adds --model --hardware --precision --framework --tp --ep --dp-attn --replicas
 // --spec-decoding --num-spec-tokens --acceptance-length --max-num-seqs --max-num-batched-tokens
 // --long-prefill-token-threshold --block-size --enable-prefix-caching/--no-enable-prefix-caching
-// --gpu-memory-utilization --num-gpu-blocks-override --max-model-len --seed --jitter --catalog-dir and the
-// disaggregation flags --prefill-workers --prefill-tp --prefill-ep --prefill-dp-attn (and --decode-*).
+// --gpu-memory-utilization --num-gpu-blocks-override --scheduler-recv-interval --max-model-len --seed --jitter
+// --catalog-dir and the disaggregation flags --prefill-workers --prefill-tp --prefill-ep --prefill-dp-attn (and
+// --decode-*).
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 // Completes and validates the config (unknown model/hardware, bad ranges: clear errors).

@@ -135,11 +135,24 @@ Result<void> validate(const EngineConfig& config) {
   if (config.num_gpu_blocks_override < 0)
     return fail(ErrorCode::kInvalidArgument, "--num-gpu-blocks-override must be >= 0");
   if (config.max_model_len < 0) return fail(ErrorCode::kInvalidArgument, "--max-model-len must be >= 0");
+  if (config.scheduler_recv_interval < 0)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--scheduler-recv-interval must be >= 1 (or 0 for the recipe default), got {}",
+                            config.scheduler_recv_interval));
   if (!(config.jitter_sigma >= 0 && config.jitter_sigma < 1))
     return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));
   auto resolved = resolve_engine(config);
   if (!resolved) return fail(resolved.error());
   return {};
+}
+
+int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc) {
+  if (config.scheduler_recv_interval > 0) return config.scheduler_recv_interval;
+  if (conc <= 0 || config.disagg || ascii_lower(config.framework) != "sglang") return 1;
+  const std::string hardware = ascii_lower(config.hardware);
+  const bool blackwell = hardware.starts_with("b200") || hardware.starts_with("b300");
+  if (!blackwell) return 1;
+  return conc < 16 ? 10 : 30;
 }
 
 Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const CalibrationTable* calibration) {

@@ -65,6 +65,12 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.0;
   int32_t num_gpu_blocks_override = 0;  // KV blocks per rank (0 = from memory, as vLLM's flag)
   int32_t max_model_len = 0;            // 0 = the model's max_position_embeddings
+  // SGLang's --scheduler-recv-interval: the scheduler takes in new requests only every N decode
+  // steps (at once after a step with prefill tokens, and when idle), so a new request waits about
+  // N/2 steps before its prefill. 1 = every step (vLLM, the SGLang default); 0 = the InferenceX
+  // recipe's value for the benchmark's concurrency where `sim predict` knows it
+  // (recipe_scheduler_recv_interval), else 1.
+  int32_t scheduler_recv_interval = 0;
   uint64_t seed = 0;
   double jitter_sigma = 0.0;  // lognormal step-time jitter (0 = deterministic step times)
 
@@ -82,6 +88,13 @@ std::string framework_family_name(FrameworkFamily family);
 // Checks ranges and cross-field rules (ep divides tp, known model/hardware/precision, acceptance
 // length within 1..1+num_spec_tokens, ...); the error names the flag and the allowed values.
 Result<void> validate(const EngineConfig& config);
+
+// The receive interval an engine runs with at benchmark concurrency `conc` (0 = unknown): the
+// configured value, or for 0 the InferenceX recipes' choice — single-node SGLang on B200/B300
+// polls every 10 steps below concurrency 16 and every 30 from 16 ("dynamic
+// scheduler-recv-interval" in data/inferencex/perf-changelog.yaml; the measured TTFT of those
+// rows grows with TPOT as N/2 steps predict); everything else 1.
+int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc);
 
 // Total GPUs the configuration occupies (prefill + decode GPUs when disaggregated).
 int32_t total_gpus(const EngineConfig& config);

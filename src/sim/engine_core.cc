@@ -15,7 +15,9 @@ namespace ix::sim {
 
 namespace {
 
-enum class Phase { kPending, kWaiting, kRunning, kTransfer, kDone };
+// kPending: sent, not yet at the engine; kInbox: at the engine, not yet taken in by its scheduler
+// (SGLang --scheduler-recv-interval); kWaiting: in a rank's waiting queue.
+enum class Phase { kPending, kInbox, kWaiting, kRunning, kTransfer, kDone };
 enum class Stage { kUnified, kPrefill, kDecode };
 
 struct Request {
@@ -63,12 +65,19 @@ struct Instance {
   int64_t step_end_ns = kNever;
   StepCost step_cost;
   CostBuckets cumulative{};
+  // SGLang's receive skipper: arrivals wait in the inbox until the scheduler polls for them,
+  // which it does once `recv_counter` reaches the interval (+1 per decode step, the interval
+  // after a step with prefill tokens, at once when idle).
+  std::vector<Request*> inbox;
+  int32_t recv_counter = 0;
+  bool step_has_prefill = false;
 
-  bool has_work() const {
+  bool scheduling() const {
     for (const auto& rank : ranks)
       if (!rank.waiting.empty() || !rank.running.empty()) return true;
     return false;
   }
+  bool has_work() const { return !inbox.empty() || scheduling(); }
 };
 
 struct TimedId {
@@ -144,6 +153,7 @@ struct EngineCore::Impl {
   }
 
   const EngineConfig& config() const { return engine.config; }
+  int32_t recv_interval() const { return std::max(1, engine.config.scheduler_recv_interval); }
 
   // ---- routing -------------------------------------------------------------------------------
   void route(Request* r, bool decode_side) {
@@ -180,9 +190,27 @@ struct EngineCore::Impl {
     }
     r->instance = best_instance;
     r->rank = best_rank;
-    r->phase = Phase::kWaiting;
     r->mark = instances[best_instance].cumulative;
+    if (!decode_side && recv_interval() > 1) {
+      r->phase = Phase::kInbox;
+      instances[best_instance].inbox.push_back(r);
+      return;
+    }
+    r->phase = Phase::kWaiting;
     instances[best_instance].ranks[best_rank].waiting.push_back(r);
+  }
+
+  // The scheduler's poll for new requests at the start of an iteration: every `interval` decode
+  // steps whether or not anything arrived (SGLang resets its counter on each poll), so an arrival
+  // waits for the next poll, 0 to interval steps.
+  void receive(Instance& inst) {
+    if (inst.recv_counter < recv_interval() && inst.scheduling()) return;
+    inst.recv_counter = 0;
+    for (Request* r : inst.inbox) {
+      r->phase = Phase::kWaiting;
+      inst.ranks[r->rank].waiting.push_back(r);
+    }
+    inst.inbox.clear();
   }
 
   // ---- scheduling ----------------------------------------------------------------------------
@@ -284,12 +312,16 @@ struct EngineCore::Impl {
   }
 
   void start_step(Instance& inst) {
+    receive(inst);
     bool any = false;
+    bool prefill = false;
     for (auto& rank : inst.ranks) {
       schedule(rank);
       any = any || rank.load.tokens > 0;
+      prefill = prefill || rank.load.prefill_tokens > 0;
     }
     if (!any) return;
+    inst.step_has_prefill = prefill;
     std::vector<RankLoad> loads;
     loads.reserve(inst.ranks.size());
     for (const auto& rank : inst.ranks) loads.push_back(rank.load);
@@ -335,6 +367,7 @@ struct EngineCore::Impl {
   void finish_step(Instance& inst, const Sink& sink) {
     inst.busy = false;
     inst.step_end_ns = kNever;
+    inst.recv_counter += inst.step_has_prefill ? recv_interval() : 1;
     for (size_t i = 0; i < inst.cumulative.size(); ++i) inst.cumulative[i] += inst.step_cost.buckets[i];
     for (auto& rank : inst.ranks) {
       const int32_t block_size = rank.pool.block_size();
@@ -550,6 +583,7 @@ void EngineCore::cancel(uint64_t request_id) {
   Request* r = it->second.get();
   if (r->cancelled || r->phase == Phase::kDone) return;
   r->cancelled = true;
+  if (r->phase == Phase::kInbox) std::erase(s.instances[r->instance].inbox, r);
   if (r->phase == Phase::kWaiting || r->phase == Phase::kRunning) {
     auto& rank = s.instances[r->instance].ranks[r->rank];
     std::erase(rank.waiting, r);
@@ -597,6 +631,7 @@ EngineMetrics EngineCore::metrics() const {
   double usage = 0;
   int32_t pools = 0;
   for (const auto& inst : impl_->instances) {
+    m.num_requests_waiting += int64_t(inst.inbox.size());  // sent, not yet taken in by the scheduler
     for (const auto& rank : inst.ranks) {
       m.num_requests_running += int64_t(rank.running.size());
       m.num_requests_waiting += int64_t(rank.waiting.size());

@@ -138,7 +138,10 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--shared-prefix-fraction must be in [0, 1), got {}", options.shared_prefix_fraction));
   const int32_t num_prompts = options.num_prompts > 0 ? options.num_prompts : 10 * conc;
-  auto created = EngineCore::create(engine);
+  // The server is launched per concurrency, as the recipes do (scheduler-recv-interval by conc).
+  ResolvedEngine launched = engine;
+  launched.config.scheduler_recv_interval = recipe_scheduler_recv_interval(engine.config, conc);
+  auto created = EngineCore::create(launched);
   if (!created) return fail(created.error());
   EngineCore& core = **created;
   core.record_costs(options.record_costs);
@@ -270,6 +273,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   } else {
     point.result = metrics::build_serve_result(records, info);
     add_aggregates(point.result, engine.config, point.num_gpus);
+    point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
     point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
     point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
     point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;

@@ -248,6 +248,82 @@ TEST(EngineCore, CancelStopsEventsAndFreesKv) {
   core->cancel(12345);  // unknown id: no effect
 }
 
+// SGLang's --scheduler-recv-interval N: a request sent while the engine decodes waits for the
+// scheduler's next poll (every N decode steps, 0..N steps away); an idle engine takes it at once.
+struct RecvRun {
+  int64_t ttft_ns = 0;  // of the request sent k steps into another's decode
+  int64_t step_ns = 0;  // decode step of the busy request
+};
+RecvRun run_with_recv_interval(int32_t interval, int32_t k) {
+  auto config = llama_on_h200();
+  config.scheduler_recv_interval = interval;
+  auto core = make_core(config);
+  EventLog log;
+  auto busy = core->submit(request_with_tokens(tokens_from(0, 64), 400));
+  while (log.by_request[*busy].size() < size_t(20 + k)) core->run_until(core->next_event_ns(), log.sink());
+  const auto& events = log.by_request[*busy];
+  RecvRun out;
+  out.step_ns = events.back().time_ns - events[events.size() - 2].time_ns;
+  const int64_t sent_ns = core->now_ns();
+  auto late = core->submit(request_with_tokens(tokens_from(5000, 64), 4, 16, sent_ns));
+  core->run_until(kNever, log.sink());
+  out.ttft_ns = log.first_token_ns(*late) - sent_ns;
+  return out;
+}
+
+TEST(EngineCore, SchedulerRecvIntervalHoldsArrivalsUntilTheNextPoll) {
+  constexpr int32_t kInterval = 10;
+  double sum_steps = 0, max_steps = 0, min_steps = 1e9;
+  constexpr int kOffsets = 20;  // two whole poll cycles
+  for (int k = 0; k < kOffsets; ++k) {
+    const RecvRun every = run_with_recv_interval(1, k);
+    const RecvRun polled = run_with_recv_interval(kInterval, k);
+    ASSERT_GT(every.step_ns, 0);
+    const double extra_steps = double(polled.ttft_ns - every.ttft_ns) / double(every.step_ns);
+    EXPECT_GE(extra_steps, -0.01) << "k=" << k;
+    EXPECT_LE(extra_steps, kInterval + 0.5) << "k=" << k;
+    sum_steps += extra_steps;
+    max_steps = std::max(max_steps, extra_steps);
+    min_steps = std::min(min_steps, extra_steps);
+  }
+  // Uniform over the cycle: about N/2 steps on average, from ~0 to ~N-1.
+  EXPECT_NEAR(sum_steps / kOffsets, (kInterval - 1) / 2.0, 1.5);
+  EXPECT_LE(min_steps, 1.0);
+  EXPECT_GE(max_steps, kInterval - 2.0);
+}
+
+TEST(EngineCore, SchedulerRecvIntervalDoesNotDelayAnIdleEngine) {
+  auto ttft = [](int32_t interval) {
+    auto config = llama_on_h200();
+    config.scheduler_recv_interval = interval;
+    auto core = make_core(config);
+    EventLog log;
+    auto id = core->submit(request_with_tokens(tokens_from(0, 300), 8));
+    core->run_until(kNever, log.sink());
+    return log.first_token_ns(*id);
+  };
+  EXPECT_EQ(ttft(30), ttft(1));
+}
+
+TEST(EngineCore, RequestAwaitingThePollCountsAsWaitingAndCanBeCancelled) {
+  auto config = llama_on_h200();
+  config.scheduler_recv_interval = 1000;  // never polled while the busy request decodes
+  auto core = make_core(config);
+  EventLog log;
+  auto busy = core->submit(request_with_tokens(tokens_from(0, 64), 50));
+  while (log.by_request[*busy].size() < 5) core->run_until(core->next_event_ns(), log.sink());
+  auto late = core->submit(request_with_tokens(tokens_from(5000, 64), 4, 16, core->now_ns()));
+  while (log.by_request[*busy].size() < 10) core->run_until(core->next_event_ns(), log.sink());
+  EXPECT_EQ(core->metrics().num_requests_waiting, 1);
+  EXPECT_EQ(core->metrics().num_requests_running, 1);
+  EXPECT_FALSE(log.by_request.contains(*late));
+  core->cancel(*late);
+  EXPECT_EQ(core->metrics().num_requests_waiting, 0);
+  core->run_until(kNever, log.sink());
+  EXPECT_FALSE(log.by_request.contains(*late));
+  EXPECT_EQ(log.total_tokens(*busy), 50);
+}
+
 TEST(EngineCore, SameSeedGivesIdenticalTimingsInVirtualTime) {
   auto run = [](uint64_t seed) {
     auto config = llama_on_h200();

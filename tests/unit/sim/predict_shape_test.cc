@@ -91,6 +91,40 @@ TEST(Predict, FrontEndDelayGrowsWithTheStreamedTokenRate) {
   EXPECT_GT(with(32) - quiet32, 0.1);
 }
 
+TEST(Predict, RecipeSchedulerRecvIntervalFollowsTheInferenceXRecipes) {
+  auto options = dsr1("b200", "fp4", 4);
+  options.osl = 64;
+  auto interval = [&](int32_t conc) { return point(options, conc).result.at("scheduler_recv_interval").as_int64(); };
+  EXPECT_EQ(interval(8), 10);
+  EXPECT_EQ(interval(16), 30);
+  options.engine.hardware = "b300";
+  EXPECT_EQ(interval(64), 30);
+  options.engine.hardware = "h200";
+  options.engine.precision = "fp8";
+  options.engine.tp = 8;
+  EXPECT_EQ(interval(64), 1);
+  options.engine.hardware = "b200";
+  options.engine.framework = "trt";
+  EXPECT_EQ(interval(64), 1);
+  options.engine.framework = "sglang";
+  options.engine.scheduler_recv_interval = 7;  // an explicit value wins
+  EXPECT_EQ(interval(64), 7);
+}
+
+TEST(Predict, RecvIntervalAddsUpToHalfAPollCycleToTtft) {
+  auto options = dsr1("b200", "fp4", 4);
+  options.osl = 512;
+  const PredictPoint recipe = point(options, 32);  // interval 30
+  options.engine.scheduler_recv_interval = 1;
+  const PredictPoint every = point(options, 32);
+  // At most half a cycle (15 steps) on average: every other arrival's prefill step also makes the
+  // scheduler poll (SGLang weighs an extend step as a whole interval), so polls come more often.
+  const double extra_steps = (recipe.median_ttft_s - every.median_ttft_s) / every.median_tpot_s;
+  EXPECT_GT(extra_steps, 4.0);
+  EXPECT_LT(extra_steps, 15.5);
+  EXPECT_NEAR(recipe.median_tpot_s, every.median_tpot_s, 0.05 * every.median_tpot_s);
+}
+
 TEST(Predict, RepresentedPromptsKeepTheBurstAtItsMeasuredShare) {
   // 2 x conc requests of which conc start at t=0: unweighted, the median TTFT is a burst TTFT;
   // standing for 10 x conc requests, the later ones dominate as in the measured run.
