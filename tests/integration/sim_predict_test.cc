@@ -117,13 +117,29 @@ TEST(SimCalibrate, FitsASmallMeasuredFile) {
       }
   }
   const std::string out_path = ::testing::TempDir() + "/ix_sim_calibration.json";
-  auto result =
-      run_ixbench({"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--quiet"}, "", 120);
+  auto result = run_ixbench(
+      {"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--quiet", "--jobs", "2"}, "", 120);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("| h200 |"), std::string::npos) << result.out;
-  std::ifstream written(out_path);
-  std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string text = read(out_path);
   EXPECT_NE(text.find("\"hardware\": \"h200\""), std::string::npos) << text.substr(0, 300);
+
+  // One thread gives the same file byte for byte (points are simulated independently).
+  const std::string serial_path = ::testing::TempDir() + "/ix_sim_calibration_serial.json";
+  auto serial = run_ixbench(
+      {"sim", "calibrate", "--csv", subset, "--out", serial_path, "--iterations", "1", "--quiet", "--jobs", "1"}, "",
+      120);
+  ASSERT_EQ(serial.exit_code, 0) << serial.err;
+  EXPECT_EQ(read(serial_path), text);
+  EXPECT_EQ(serial.out, result.out);
+
+  auto bad_jobs = run_ixbench({"sim", "calibrate", "--csv", subset, "--jobs", "-1"});
+  EXPECT_EQ(bad_jobs.exit_code, 1);
+  EXPECT_NE(bad_jobs.err.find("--jobs"), std::string::npos) << bad_jobs.err;
 }
 
 }  // namespace

@@ -73,6 +73,11 @@ TEST(EngineConfig, ValidationNamesTheFlag) {
   auto al = validate(config);
   ASSERT_FALSE(al);
   EXPECT_NE(al.error().message().find("--acceptance-length"), std::string::npos);
+  config = EngineConfig{};
+  config.scheduler_recv_interval = -1;
+  auto recv = validate(config);
+  ASSERT_FALSE(recv);
+  EXPECT_NE(recv.error().message().find("--scheduler-recv-interval"), std::string::npos);
   EXPECT_FALSE(framework_family("tgi"));
   EXPECT_EQ(*framework_family("dynamo-trt"), FrameworkFamily::kTrtllm);
   EXPECT_EQ(*framework_family("mori-sglang"), FrameworkFamily::kSglang);
