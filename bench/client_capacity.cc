@@ -181,13 +181,15 @@ std::string request_bytes(const ix::http::Url& url, const std::string& body, boo
       url.path, url.host, url.port, body.size(), close_connection ? "Connection: close\r\n" : "", body);
 }
 
-std::string completion_body(int output_len) {
+// The client's request (continuous_usage_stats on, as bench serve sends it: every chunk then
+// carries the running usage, ~90 bytes more per event).
+std::string completion_body(int output_len, bool continuous_usage = true) {
   ix::openai::CompletionRequest r{.model = "deepseek-r1",
                                   .prompt = " hello world this is a short prompt",
                                   .max_tokens = output_len,
                                   .ignore_eos = true,
                                   .temperature = 0.0,
-                                  .continuous_usage = true,
+                                  .continuous_usage = continuous_usage,
                                   .extra_body_json = {}};
   return *ix::openai::build_request_body(ix::openai::Backend::kVllm, r);
 }
@@ -209,9 +211,9 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-ParseCost parse_cost(const ix::http::Url& url, int output_len) {
+ParseCost parse_cost(const ix::http::Url& url, int output_len, bool continuous_usage) {
   ParseCost cost;
-  const std::string body = completion_body(output_len);
+  const std::string body = completion_body(output_len, continuous_usage);
   auto response = ix::http::fetch(url, "POST", "/v1/completions", body, {}, 30'000'000'000);
   if (!response || response->status != 200) {
     fmt::print(stderr, "parse-cost: cannot fetch a sample stream\n");
@@ -623,12 +625,15 @@ int main(int argc, char** argv) {
              f.client_cpus.empty() ? "" : " on cpus " + f.client_cpus, f.concurrency, f.output_len, f.duration_s,
              url_text);
 
-  const ParseCost pc = parse_cost(url, f.output_len);
-  fmt::print(
-      "client per-event CPU (parse+decode+stamp, 8 KiB reads, {} events/response, {} B/response): {:.0f} ns "
-      "-> {:.2f} M events/s per core\n",
-      pc.events_per_response, pc.bytes_per_response, pc.ns_per_event,
-      pc.ns_per_event > 0 ? 1e3 / pc.ns_per_event : 0.0);
+  // Side by side: chunks with the running usage (what bench serve asks for) and without.
+  for (const bool continuous : {true, false}) {
+    const ParseCost pc = parse_cost(url, f.output_len, continuous);
+    fmt::print(
+        "client per-event CPU (parse+decode+stamp, 8 KiB reads, {} events/response, {} B/response, usage in every "
+        "chunk: {}): {:.0f} ns -> {:.2f} M events/s per core\n",
+        pc.events_per_response, pc.bytes_per_response, continuous ? "yes" : "no", pc.ns_per_event,
+        pc.ns_per_event > 0 ? 1e3 / pc.ns_per_event : 0.0);
+  }
   RawResult raw;
   if (!f.skip_raw) {
     raw = raw_reader(url, f, f.concurrency, f.output_len, f.duration_s);
