@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
@@ -21,10 +22,10 @@ namespace {
 
 struct PredictFlags {
   EngineFlags engine;
-  int32_t isl = 0;
-  int32_t osl = 0;
+  std::optional<int32_t> isl;
+  std::optional<int32_t> osl;
   std::vector<int32_t> concurrencies;
-  int32_t num_prompts = 0;
+  std::optional<int32_t> num_prompts;
   double random_range_ratio = 0.8;
   double shared_prefix_fraction = 0.0;
   std::vector<double> percentiles = {90, 99, 99.9};
@@ -62,18 +63,39 @@ int run_predict(const PredictFlags& flags) {
   auto config = engine_config_from_flags(flags.engine);
   sim::PredictOptions options;
   options.concurrencies.clear();
+  // No built-in lengths: they come from --isl/--osl or the row.
+  options.isl = 0;
+  options.osl = 0;
+  for (const auto& [name, value] :
+       {std::pair{"--isl", flags.isl}, {"--osl", flags.osl}, {"--num-prompts", flags.num_prompts}})
+    if (value && *value < 1)
+      return report_error(Error(ErrorCode::kInvalidArgument, fmt::format("{} must be >= 1, got {}", name, *value)));
+  if (!flags.row.empty() && !flags.row_file.empty())
+    return report_error(Error(ErrorCode::kInvalidArgument, "give --row or --row-file, not both"));
   std::string row_text = flags.row;
+  std::string scenario_type;
   if (!flags.row_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(flags.row_file, ec))
+      return report_error(
+          Error(ErrorCode::kInvalidArgument, fmt::format("--row-file '{}' is a directory", flags.row_file)));
     std::ifstream in(flags.row_file);
     if (!in)
       return report_error(Error(ErrorCode::kNotFound, fmt::format("cannot read --row-file '{}'", flags.row_file)));
     std::ostringstream buffer;
     buffer << in.rdbuf();
     row_text = buffer.str();
+    if (row_text.find_first_not_of(" \t\r\n") == std::string::npos)
+      return report_error(Error(ErrorCode::kParse, fmt::format("--row-file '{}' is empty", flags.row_file)));
   }
   if (!row_text.empty()) {
     // The row decides the engine; flags it does not cover (limits, seed) still apply.
     sim::EngineConfig base = flags.engine.config;
+    // --spec-decoding applies to a row that does not say (its own spec-decoding wins).
+    if (auto spec = sim::parse_spec_decoding(flags.engine.spec_decoding); spec)
+      base.spec_decoding = *spec;
+    else
+      return report_error(spec.error());
     auto row = sim::parse_sweep_row_text(row_text, base);
     if (!row) return report_error(row.error());
     options.engine = row->engine;
@@ -81,19 +103,27 @@ int run_predict(const PredictFlags& flags) {
     options.isl = row->isl;
     options.osl = row->osl;
     options.concurrencies = row->concurrencies;
+    scenario_type = row->scenario_type;
   } else {
     if (!config) return report_error(config.error());
     options.engine = *config;
     options.model_id = flags.engine.config.model;
   }
-  if (flags.isl > 0) options.isl = flags.isl;
-  if (flags.osl > 0) options.osl = flags.osl;
+  if (flags.isl) options.isl = *flags.isl;
+  if (flags.osl) options.osl = *flags.osl;
   if (!flags.concurrencies.empty()) options.concurrencies = flags.concurrencies;
-  if (options.isl <= 0 || options.osl <= 0)
+  if (options.isl <= 0 || options.osl <= 0) {
+    if (!scenario_type.empty() && scenario_type != "fixed-seq-len")
+      return report_error(
+          Error(ErrorCode::kInvalidArgument,
+                fmt::format("the row's scenario-type is '{}' (no isl/osl): sim predict predicts fixed-length "
+                            "benchmarks; give --isl and --osl to predict its engine on one",
+                            scenario_type)));
     return report_error(Error(ErrorCode::kInvalidArgument, "--isl and --osl are required (or a --row that has them)"));
+  }
   if (options.concurrencies.empty())
     return report_error(Error(ErrorCode::kInvalidArgument, "--conc is required (or a --row that has conc)"));
-  options.num_prompts = flags.num_prompts;
+  options.num_prompts = flags.num_prompts.value_or(0);
   options.random_range_ratio = flags.random_range_ratio;
   options.shared_prefix_fraction = flags.shared_prefix_fraction;
   options.metric_percentiles = flags.percentiles;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,6 +45,29 @@ Result<std::string> read_optional(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+double default_acceptance_length(double model_acceptance_length, int32_t model_num_spec_tokens,
+                                 int32_t num_spec_tokens) {
+  if (num_spec_tokens <= 0) return 1.0;
+  if (model_num_spec_tokens <= 0 || num_spec_tokens == model_num_spec_tokens) return model_acceptance_length;
+  if (model_acceptance_length <= 1.0) return 1.0;
+  // The per-draft acceptance probability p with 1 + p + ... + p^k0 = AL0 (the core's model).
+  if (model_acceptance_length >= 1.0 + model_num_spec_tokens) return 1.0 + num_spec_tokens;
+  double lo = 0.0, hi = 1.0;
+  auto tokens_per_step = [](double p, int32_t drafts) {
+    double sum = 1.0, term = 1.0;
+    for (int32_t i = 0; i < drafts; ++i) {
+      term *= p;
+      sum += term;
+    }
+    return sum;
+  };
+  for (int iteration = 0; iteration < 64; ++iteration) {
+    const double p = 0.5 * (lo + hi);
+    (tokens_per_step(p, model_num_spec_tokens) < model_acceptance_length ? lo : hi) = p;
+  }
+  return tokens_per_step(0.5 * (lo + hi), num_spec_tokens);
+}
 
 Result<SpecDecoding> parse_spec_decoding(const std::string& text) {
   const std::string value = ascii_lower(text);
@@ -114,7 +138,7 @@ Result<void> validate(const EngineConfig& config) {
   if (config.num_spec_tokens < 0 || config.num_spec_tokens > 16)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--num-spec-tokens must be in [0, 16], got {}", config.num_spec_tokens));
-  if (config.acceptance_length < 0)
+  if (!(config.acceptance_length >= 0) || !std::isfinite(config.acceptance_length))
     return fail(
         ErrorCode::kInvalidArgument,
         fmt::format("--acceptance-length must be >= 1 (or 0 for the model default), got {}", config.acceptance_length));
@@ -197,8 +221,11 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   if (config.spec_decoding != SpecDecoding::kNone) {
     engine.num_spec_tokens = config.num_spec_tokens > 0 ? config.num_spec_tokens : engine.model.default_num_spec_tokens;
     engine.acceptance_length =
-        config.acceptance_length > 0 ? config.acceptance_length : engine.model.default_acceptance_length;
-    if (engine.acceptance_length < 1.0 || engine.acceptance_length > 1.0 + engine.num_spec_tokens)
+        config.acceptance_length > 0
+            ? config.acceptance_length
+            : default_acceptance_length(engine.model.default_acceptance_length, engine.model.default_num_spec_tokens,
+                                        engine.num_spec_tokens);
+    if (!(engine.acceptance_length >= 1.0 && engine.acceptance_length <= 1.0 + engine.num_spec_tokens))
       return fail(ErrorCode::kInvalidArgument,
                   fmt::format("--acceptance-length {} must be in [1, 1 + num-spec-tokens = {}]",
                               engine.acceptance_length, 1 + engine.num_spec_tokens));

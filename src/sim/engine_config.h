@@ -85,6 +85,13 @@ std::string spec_decoding_name(SpecDecoding spec);
 Result<FrameworkFamily> framework_family(const std::string& framework);
 std::string framework_family_name(FrameworkFamily family);
 
+// The acceptance length used when none is given: the model's golden AL when the draft length is
+// the model's default; for another draft length k, 1 + p + ... + p^k with the per-draft
+// acceptance p that gives the model's AL at its default length (the acceptance model of the
+// engine core), e.g. DeepSeek-R1 AL 2.4 at 3 drafts -> about 1.66 at 1 draft, never above 1 + k.
+double default_acceptance_length(double model_acceptance_length, int32_t model_num_spec_tokens,
+                                 int32_t num_spec_tokens);
+
 // Checks ranges and cross-field rules (ep divides tp, known model/hardware/precision, acceptance
 // length within 1..1+num_spec_tokens, ...); the error names the flag and the allowed values.
 Result<void> validate(const EngineConfig& config);

@@ -128,6 +128,12 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
 
 Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
   if (conc < 1) return fail(ErrorCode::kInvalidArgument, fmt::format("--conc values must be >= 1, got {}", conc));
+  if (conc > kMaxPredictConcurrency)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--conc values must be <= {}, got {}", kMaxPredictConcurrency, conc));
+  if (options.num_prompts < 0 || options.num_prompts > kMaxPredictPrompts)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--num-prompts must be in [1, {}] (0 = 10 x conc), got {}",
+                                                         kMaxPredictPrompts, options.num_prompts));
   if (options.isl < 1 || options.osl < 1)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--isl and --osl must be >= 1, got {} and {}", options.isl, options.osl));
@@ -306,6 +312,10 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
 
 Result<std::vector<PredictPoint>> predict(const PredictOptions& options) {
   if (options.concurrencies.empty()) return fail(ErrorCode::kInvalidArgument, "--conc needs at least one concurrency");
+  for (double percentile : options.metric_percentiles)
+    if (!(percentile >= 0 && percentile <= 100))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--metric-percentiles values must be in [0, 100], got {}", percentile));
   if (auto ok = validate(options.engine); !ok) return fail(ok.error());
   auto engine = resolve_engine(options.engine);
   if (!engine) return fail(engine.error());

@@ -19,6 +19,11 @@
 
 namespace ix::sim {
 
+// Bounds on one simulated benchmark (10 x conc requests by default): beyond them the records
+// alone would not fit in memory.
+inline constexpr int32_t kMaxPredictConcurrency = 1'000'000;
+inline constexpr int32_t kMaxPredictPrompts = 10'000'000;
+
 struct PredictOptions {
   EngineConfig engine;
   int32_t isl = 1024;

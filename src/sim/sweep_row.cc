@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <charconv>
+#include <climits>
 
 #include "common/json_io.h"
 #include "sim/catalog.h"
@@ -15,15 +16,22 @@ namespace {
 Result<int32_t> int_field(const boost::json::object& object, std::string_view key, std::string_view where) {
   auto value = json::get_int(object, key);
   if (!value) return fail(value.error().with_context(where));
+  if (*value < INT32_MIN || *value > INT32_MAX)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: field '{}' is out of range: {}", where, key, *value));
   return static_cast<int32_t>(*value);
 }
 
-bool bool_field(const boost::json::object& object, std::string_view key) {
+Result<bool> bool_field(const boost::json::object& object, std::string_view key, std::string_view where) {
   auto it = object.find(key);
-  if (it == object.end()) return false;
+  if (it == object.end() || it->value().is_null()) return false;
   if (it->value().is_bool()) return it->value().as_bool();
-  if (it->value().is_string()) return it->value().as_string() == "true";
-  return false;
+  if (it->value().is_string()) {
+    const std::string_view text = it->value().as_string();
+    if (text == "true" || text == "True") return true;
+    if (text == "false" || text == "False") return false;
+  }
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("{}: field '{}' must be true or false, got {}", where, key, json::to_string(it->value())));
 }
 
 Result<WorkerTopology> parse_side(const boost::json::object& side, std::string_view name) {
@@ -41,7 +49,9 @@ Result<WorkerTopology> parse_side(const boost::json::object& side, std::string_v
     if (!ep) return fail(ep.error());
     topology.ep = *ep;
   }
-  topology.dp_attn = bool_field(side, "dp-attn");
+  auto dp_attn = bool_field(side, "dp-attn", where);
+  if (!dp_attn) return fail(dp_attn.error());
+  topology.dp_attn = *dp_attn;
   return topology;
 }
 
@@ -88,6 +98,8 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     if (!spec) return fail(spec.error().with_context("row"));
     config.spec_decoding = *spec;
   }
+  if (auto it = row.find("scenario-type"); it != row.end() && it->value().is_string())
+    workload.scenario_type = std::string(it->value().as_string());
   if (row.contains("isl")) {
     auto isl = int_field(row, "isl", "row");
     if (!isl) return fail(isl.error());
@@ -99,12 +111,20 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     workload.osl = *osl;
   }
   if (auto it = row.find("conc"); it != row.end()) {
+    auto add_conc = [&](int64_t value) -> Result<void> {
+      if (value < 1 || value > INT32_MAX)
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("row: 'conc' values must be in [1, {}], got {}", INT32_MAX, value));
+      workload.concurrencies.push_back(int32_t(value));
+      return {};
+    };
     if (it->value().is_int64()) {
-      workload.concurrencies.push_back(int32_t(it->value().as_int64()));
+      if (auto ok = add_conc(it->value().as_int64()); !ok) return fail(ok.error());
     } else if (it->value().is_array()) {
+      if (it->value().as_array().empty()) return fail(ErrorCode::kParse, "row: 'conc' is an empty list");
       for (const auto& item : it->value().as_array()) {
         if (!item.is_int64()) return fail(ErrorCode::kParse, "row: 'conc' must be an integer or a list of integers");
-        workload.concurrencies.push_back(int32_t(item.as_int64()));
+        if (auto ok = add_conc(item.as_int64()); !ok) return fail(ok.error());
       }
     } else {
       return fail(ErrorCode::kParse, "row: 'conc' must be an integer or a list of integers");
@@ -158,7 +178,9 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
       if (!ep) return fail(ep.error());
       config.ep = *ep;
     }
-    config.dp_attn = bool_field(row, "dp-attn");
+    auto dp_attn = bool_field(row, "dp-attn", "row");
+    if (!dp_attn) return fail(dp_attn.error());
+    config.dp_attn = *dp_attn;
     config.disagg = false;
   }
   if (auto ok = validate(config); !ok) return fail(ok.error().with_context("row"));

@@ -23,6 +23,7 @@ struct RowWorkload {
   int32_t isl = 0;
   int32_t osl = 0;
   std::vector<int32_t> concurrencies;
+  std::string scenario_type;  // the row's "scenario-type" (agentic-coding rows have no isl/osl); "" if none
 };
 
 // `base` supplies everything the row does not say (scheduler limits, seed, catalog dir).

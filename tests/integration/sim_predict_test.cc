@@ -92,6 +92,79 @@ TEST(SimPredict, BadInputsAreErrorsNotCrashes) {
   EXPECT_EQ(half_disagg.exit_code, 1);
 }
 
+TEST(SimPredict, MissingOrNonPositiveLengthsAndCountsNameTheFlag) {
+  const std::vector<std::string> base = {"sim", "predict", "--hardware", "h200", "--tp", "8", "--conc", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_ixbench(args);
+  };
+  // No --isl/--osl used to predict 1024/1024 silently.
+  auto missing = with({});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--isl and --osl are required"), std::string::npos) << missing.err;
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--isl", "-5"}, {"--osl", "0"}, {"--num-prompts", "0"}, {"--num-prompts", "-1"}}) {
+    std::vector<std::string> extra = {"--isl", "128", "--osl", "16"};
+    if (flag == "--isl") extra = {"--osl", "16"};
+    if (flag == "--osl") extra = {"--isl", "128"};
+    extra.push_back(flag);
+    extra.push_back(value);
+    auto result = with(extra);
+    EXPECT_EQ(result.exit_code, 1) << flag << " " << value;
+    EXPECT_NE(result.err.find(flag + " must be >= 1"), std::string::npos) << result.err;
+  }
+  auto percentile = with({"--isl", "128", "--osl", "16", "--metric-percentiles", "150"});
+  EXPECT_EQ(percentile.exit_code, 1);
+  EXPECT_NE(percentile.err.find("--metric-percentiles"), std::string::npos) << percentile.err;
+  // 10 x conc prompts overflowed int32 ("internal error: cannot create std::vector ...").
+  auto huge = with({"--isl", "128", "--osl", "16", "--conc", "300000000"});
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_NE(huge.err.find("--conc values must be <="), std::string::npos) << huge.err;
+  EXPECT_EQ(huge.err.find("internal error"), std::string::npos) << huge.err;
+}
+
+TEST(SimPredict, RowFileThatIsADirectoryOrEmptyIsAnError) {
+  auto directory = run_ixbench({"sim", "predict", "--row-file", ::testing::TempDir(), "--isl", "128", "--osl", "16",
+                                "--conc", "1", "--hardware", "h200", "--tp", "8"});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
+  const std::string empty = ::testing::TempDir() + "/ix_sim_empty_row.json";
+  std::ofstream(empty) << "\n";
+  auto blank = run_ixbench({"sim", "predict", "--row-file", empty, "--isl", "128", "--osl", "16", "--conc", "1",
+                            "--hardware", "h200", "--tp", "8"});
+  EXPECT_EQ(blank.exit_code, 1);
+  EXPECT_NE(blank.err.find("is empty"), std::string::npos) << blank.err;
+}
+
+TEST(SimPredict, MtpRowWithOneDraftAndAnAgenticRow) {
+  // A multi-node row of amd-master.yaml as `ixbench sweep` prints it (DECODE_MTP_SIZE=1).
+  const std::string row =
+      R"({"image": "x", "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+          "framework": "sglang-disagg", "runner": "mi355x-disagg", "isl": 1024, "osl": 64, "spec-decoding": "mtp",
+          "prefill": {"num-worker": 1, "tp": 8, "ep": 8, "dp-attn": true, "additional-settings": ["PREFILL_NODES=1"],
+                      "pp": 1, "dcp-size": 1, "pcp-size": 1},
+          "decode": {"num-worker": 1, "tp": 8, "ep": 8, "dp-attn": true,
+                     "additional-settings": ["DECODE_NODES=1", "DECODE_MTP_SIZE=1"], "pp": 1, "dcp-size": 1,
+                     "pcp-size": 1},
+          "conc": [4], "max-model-len": 1344, "exp-name": "dsr1_1k1k", "disagg": true, "run-eval": false})";
+  auto result = run_ixbench({"sim", "predict", "--row", row, "--num-prompts", "8"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto out = parse_object(result.out);
+  EXPECT_EQ(out.at("engine").at("num_spec_tokens").as_int64(), 1);
+  const double al = out.at("engine").at("acceptance_length").as_double();
+  EXPECT_GT(al, 1.0);
+  EXPECT_LE(al, 2.0);
+
+  const std::string agentic =
+      R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8", "framework": "sglang",
+          "runner": "h200", "tp": 8, "ep": 1, "dp-attn": false, "spec-decoding": "none", "conc": 4,
+          "scenario-type": "agentic-coding", "duration": 3600})";
+  auto agentic_result = run_ixbench({"sim", "predict", "--row", agentic});
+  EXPECT_EQ(agentic_result.exit_code, 1);
+  EXPECT_NE(agentic_result.err.find("agentic-coding"), std::string::npos) << agentic_result.err;
+}
+
 TEST(SimCalibrate, MissingCsvIsAnError) {
   auto result = run_ixbench({"sim", "calibrate", "--csv", "/nonexistent/measured.csv"});
   EXPECT_EQ(result.exit_code, 1);

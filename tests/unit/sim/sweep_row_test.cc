@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "sim/engine_core.h"
+
 namespace ix::sim {
 namespace {
 
@@ -56,6 +60,69 @@ TEST(SweepRow, MalformedRowsAreErrors) {
   EXPECT_NE(bad_hw.error().message().find("unknown hardware"), std::string::npos);
 }
 
+TEST(SweepRow, DecodeMtpSizeOneWithoutAnAcceptanceLengthUsesTheModelsAcceptanceAtOneDraft) {
+  // amd-master's mi355x sglang-disagg MTP rows: DECODE_MTP_SIZE=1 and no acceptance length. The
+  // model default (DeepSeek-R1: AL 2.4 at 3 drafts) exceeds 1 + 1 and used to fail validation.
+  auto row = parse_sweep_row_text(
+      R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+          "framework": "sglang-disagg", "runner": "mi355x-disagg", "isl": 8192, "osl": 1024, "spec-decoding": "mtp",
+          "prefill": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true, "additional-settings": ["PREFILL_NODES=2"]},
+          "decode": {"num-worker": 1, "tp": 8, "ep": 8, "dp-attn": true,
+                     "additional-settings": ["DECODE_NODES=1", "DECODE_MTP_SIZE=1"]},
+          "conc": [1024, 2048]})",
+      EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.num_spec_tokens, 1);
+  auto engine = resolve_engine(row->engine);
+  ASSERT_TRUE(engine) << engine.error().message();
+  EXPECT_EQ(engine->num_spec_tokens, 1);
+  EXPECT_GT(engine->acceptance_length, 1.5);
+  EXPECT_LE(engine->acceptance_length, 2.0);
+}
+
+TEST(EngineConfig, DefaultAcceptanceLengthFollowsTheDraftLength) {
+  // Same draft length as the model default: the model's golden AL unchanged.
+  EXPECT_DOUBLE_EQ(default_acceptance_length(2.4, 3, 3), 2.4);
+  // p with 1 + p + p^2 + p^3 = 2.4 is about 0.665: one draft gives about 1.665.
+  EXPECT_NEAR(default_acceptance_length(2.4, 3, 1), 1.665, 0.01);
+  EXPECT_GT(default_acceptance_length(2.4, 3, 5), 2.4);
+  EXPECT_LT(default_acceptance_length(2.4, 3, 5), 3.0);
+  for (int32_t k = 1; k <= 16; ++k) EXPECT_LE(default_acceptance_length(2.4, 3, k), 1.0 + k);
+  EXPECT_DOUBLE_EQ(default_acceptance_length(2.4, 3, 0), 1.0);
+}
+
+TEST(SweepRow, OutOfRangeOrMistypedFieldsAreErrors) {
+  auto with = [](const std::string& extra) {
+    return parse_sweep_row_text(R"({"model": "dsr1", "precision": "fp8", "framework": "sglang", "runner": "h200",
+                                   "tp": 8, "isl": 1024, "osl": 1024, )" +
+                                    extra + "}",
+                                EngineConfig{});
+  };
+  ASSERT_TRUE(with(R"("conc": 4, "dp-attn": "false")"));
+  auto dp_attn = with(R"("conc": 4, "dp-attn": "yes")");
+  ASSERT_FALSE(dp_attn);
+  EXPECT_NE(dp_attn.error().message().find("dp-attn"), std::string::npos) << dp_attn.error().message();
+  auto huge = with(R"("conc": 99999999999)");
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message().find("conc"), std::string::npos);
+  auto negative = with(R"("conc": [4, -1])");
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message().find("-1"), std::string::npos);
+  EXPECT_FALSE(with(R"("conc": [])"));
+  auto big_isl = parse_sweep_row_text(
+      R"({"model": "dsr1", "precision": "fp8", "framework": "sglang", "runner": "h200", "tp": 8,
+          "isl": 99999999999, "osl": 1024, "conc": 4})",
+      EngineConfig{});
+  ASSERT_FALSE(big_isl);
+  EXPECT_NE(big_isl.error().message().find("isl"), std::string::npos);
+  auto agentic = parse_sweep_row_text(
+      R"({"model": "dsr1", "precision": "fp8", "framework": "sglang", "runner": "h200", "tp": 8, "conc": 4,
+          "scenario-type": "agentic-coding"})",
+      EngineConfig{});
+  ASSERT_TRUE(agentic) << agentic.error().message();
+  EXPECT_EQ(agentic->scenario_type, "agentic-coding");
+}
+
 TEST(EngineConfig, ValidationNamesTheFlag) {
   EngineConfig config;
   config.tp = 6;
@@ -73,6 +140,12 @@ TEST(EngineConfig, ValidationNamesTheFlag) {
   auto al = validate(config);
   ASSERT_FALSE(al);
   EXPECT_NE(al.error().message().find("--acceptance-length"), std::string::npos);
+  config = EngineConfig{};
+  config.spec_decoding = SpecDecoding::kMtp;
+  config.acceptance_length = std::nan("");
+  auto nan_al = validate(config);
+  ASSERT_FALSE(nan_al);
+  EXPECT_NE(nan_al.error().message().find("--acceptance-length"), std::string::npos);
   config = EngineConfig{};
   config.scheduler_recv_interval = -1;
   auto recv = validate(config);
