@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/json_io.h"
@@ -219,6 +220,23 @@ const Spec* find_spec(const std::vector<Spec>& specs, const std::string& name) {
   return nullptr;
 }
 
+template <typename Spec>
+Result<void> check_unique_names(const std::vector<Spec>& specs, std::string_view file) {
+  std::map<std::string, std::string> owner;  // lower-cased name or alias -> entry name
+  for (const auto& spec : specs) {
+    std::vector<std::string> keys = {spec.name};
+    keys.insert(keys.end(), spec.aliases.begin(), spec.aliases.end());
+    for (const auto& key : keys) {
+      auto [it, inserted] = owner.try_emplace(ascii_lower(key), spec.name);
+      if (!inserted && !(it->second == spec.name && key != spec.name))
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: '{}' names both entry '{}' and entry '{}' (names and aliases must be unique)",
+                                file, key, it->second, spec.name));
+    }
+  }
+  return {};
+}
+
 Result<std::string> read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open catalog file '{}'", path.string()));
@@ -294,6 +312,9 @@ Result<Catalog> Catalog::parse(const std::string& hardware_json, const std::stri
     if (!spec) return fail(spec.error());
     catalog.models_.push_back(std::move(*spec));
   }
+  // Names and aliases must name one entry each: otherwise the first entry silently wins.
+  if (auto ok = check_unique_names(catalog.hardware_, "hardware.json"); !ok) return fail(ok.error());
+  if (auto ok = check_unique_names(catalog.models_, "models.json"); !ok) return fail(ok.error());
   return catalog;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include "sim/calibration.h"
 
 namespace ix::sim {
@@ -75,6 +77,29 @@ TEST(Catalog, MalformedEntriesAreRejectedWithTheirName) {
   auto syntax = Catalog::parse("{", R"({"models": []})");
   ASSERT_FALSE(syntax);
   EXPECT_EQ(syntax.error().code(), ErrorCode::kParse);
+}
+
+TEST(Catalog, DuplicateNamesOrAliasesAreRejected) {
+  // A second entry (or an alias) with a name already taken used to load; the first entry won.
+  auto hardware = boost::json::parse(embedded_hardware_json()).as_object();
+  auto& entries = hardware.at("hardware").as_array();
+  auto with = [&](const boost::json::array& list) {
+    boost::json::object copy = hardware;
+    copy["hardware"] = list;
+    return Catalog::parse(boost::json::serialize(copy), embedded_models_json());
+  };
+  ASSERT_TRUE(with(entries));
+  boost::json::array duplicated = entries;
+  duplicated.push_back(entries[1]);
+  auto dup = with(duplicated);
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message().find("hardware.json"), std::string::npos) << dup.error().message();
+  EXPECT_NE(dup.error().message().find(std::string(entries[1].at("name").as_string())), std::string::npos);
+  boost::json::array aliased = entries;
+  aliased[1].as_object()["aliases"].as_array().push_back(entries[2].at("name"));
+  auto alias = with(aliased);
+  ASSERT_FALSE(alias);
+  EXPECT_NE(alias.error().message().find("unique"), std::string::npos) << alias.error().message();
 }
 
 TEST(CalibrationTable, LooksUpMostSpecificGroupThenFallsBack) {
