@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -52,10 +53,14 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return fields;
 }
 
+// One data row. An empty field reads as missing (the fallback); a field that is present but not a
+// finite number, an integer or a boolean where one is expected is recorded in `errors` (a
+// malformed file is refused, not fitted with guessed values).
 class CsvRow {
  public:
-  CsvRow(const std::map<std::string, size_t>& columns, std::vector<std::string> fields)
-      : columns_(columns), fields_(std::move(fields)) {}
+  CsvRow(const std::map<std::string, size_t>& columns, std::vector<std::string> fields, std::string where,
+         std::vector<std::string>& errors)
+      : columns_(columns), fields_(std::move(fields)), where_(std::move(where)), errors_(errors) {}
   std::string text(const std::string& name) const {
     auto it = columns_.find(name);
     return it == columns_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
@@ -65,22 +70,41 @@ class CsvRow {
     if (value.empty()) return std::nullopt;
     try {
       size_t used = 0;
-      double parsed = std::stod(value, &used);
-      if (used != value.size()) return std::nullopt;
-      return parsed;
+      const double parsed = std::stod(value, &used);
+      if (used == value.size() && std::isfinite(parsed)) return parsed;
     } catch (const std::exception&) {
-      return std::nullopt;
     }
+    bad(name, value, "a finite number");
+    return std::nullopt;
   }
   int32_t integer(const std::string& name, int32_t fallback = 0) const {
-    auto value = number(name);
-    return value ? int32_t(std::llround(*value)) : fallback;
+    const std::string value = text(name);
+    if (value.empty()) return fallback;
+    auto parsed = number(name);
+    if (!parsed) return fallback;
+    if (*parsed != std::floor(*parsed) || std::abs(*parsed) > 2e9) {
+      bad(name, value, "an integer");
+      return fallback;
+    }
+    return int32_t(*parsed);
   }
-  bool flag(const std::string& name) const { return text(name) == "true" || text(name) == "True"; }
+  bool flag(const std::string& name) const {
+    const std::string value = text(name);
+    if (value == "true" || value == "True") return true;
+    if (value.empty() || value == "false" || value == "False") return false;
+    bad(name, value, "true or false");
+    return false;
+  }
 
  private:
+  void bad(const std::string& name, const std::string& value, const char* expected) const {
+    errors_.push_back(fmt::format("{}: column '{}' is '{}', expected {}", where_, name, value, expected));
+  }
+
   const std::map<std::string, size_t>& columns_;
   std::vector<std::string> fields_;
+  std::string where_;
+  std::vector<std::string>& errors_;
 };
 
 std::string topology_key(const EngineConfig& c) {
@@ -354,6 +378,11 @@ std::vector<Simulated> simulate_all(const std::vector<MeasuredPoint>& points, co
 }  // namespace
 
 Result<CsvLoad> load_measured_csv(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; --csv takes a measured CSV file such as "
+                                                         "../shared/data/calibration/measured_dsr1.csv",
+                                                         path));
   std::ifstream in(path);
   if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open measured CSV '{}'", path));
   std::string line;
@@ -366,11 +395,19 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
         "median_ttft_s", "median_tpot_s", "tput_per_gpu", "gpus_total", "is_multinode"})
     if (!columns.contains(needed)) return fail(ErrorCode::kParse, fmt::format("{}: missing column '{}'", path, needed));
   CsvLoad load;
+  std::vector<std::string> errors;
   int32_t number = 1;
   while (std::getline(in, line)) {
     ++number;
-    if (line.empty()) continue;
-    CsvRow row(columns, split_csv_line(line));
+    if (line.empty() || line == "\r") continue;
+    auto fields = split_csv_line(line);
+    const std::string where = fmt::format("{}:{}", path, number);
+    if (fields.size() != header.size()) {
+      errors.push_back(fmt::format("{}: {} fields, the header has {}", where, fields.size(), header.size()));
+      continue;
+    }
+    const size_t errors_before = errors.size();
+    CsvRow row(columns, std::move(fields), where, errors);
     MeasuredPoint p;
     p.line = number;
     p.hardware = row.text("hardware");
@@ -383,9 +420,17 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
     p.ttft_s = row.number("median_ttft_s").value_or(0);
     p.tpot_s = row.number("median_tpot_s").value_or(0);
     p.tput_per_gpu = row.number("tput_per_gpu").value_or(0);
+    // Read every field the row may use now, so a malformed one is reported even if the row is
+    // skipped for another reason.
+    for (const char* name : {"tp", "ep", "prefill_num_workers", "prefill_tp", "prefill_ep", "decode_num_workers",
+                             "decode_tp", "decode_ep"})
+      (void)row.integer(name);
+    for (const char* name : {"is_multinode", "dp_attention", "prefill_dp_attention", "decode_dp_attention"})
+      (void)row.flag(name);
+    if (errors.size() != errors_before) continue;
     if (p.isl <= 0 || p.osl <= 0 || p.conc <= 0 || p.ttft_s <= 0 || p.tpot_s <= 0 || p.tput_per_gpu <= 0 ||
         p.gpus_total <= 0) {
-      load.skipped.push_back(fmt::format("line {}: missing or non-positive isl/osl/conc/latency/throughput", number));
+      load.skipped.push_back(fmt::format("{}: missing or non-positive isl/osl/conc/latency/throughput", where));
       continue;
     }
     EngineConfig& c = p.engine;
@@ -395,7 +440,7 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
     c.precision = p.precision;
     auto spec = parse_spec_decoding(row.text("spec_decoding"));
     if (!spec) {
-      load.skipped.push_back(fmt::format("line {}: {}", number, spec.error().message()));
+      errors.push_back(fmt::format("{}: {}", where, spec.error().message()));
       continue;
     }
     c.spec_decoding = *spec;
@@ -415,7 +460,7 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
         }
       }
       if (gpus(prefill) + gpus(decode) != p.gpus_total) {
-        load.skipped.push_back(fmt::format("line {}: workers x GPUs ({}) != gpus_total ({})", number,
+        load.skipped.push_back(fmt::format("{}: workers x GPUs ({}) != gpus_total ({})", where,
                                            gpus(prefill) + gpus(decode), p.gpus_total));
         continue;
       }
@@ -436,17 +481,24 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
       c.dp_attn = row.flag("dp_attention");
       if (total_gpus(c) != p.gpus_total) {
         load.skipped.push_back(
-            fmt::format("line {}: tp/ep ({} GPUs) != gpus_total ({})", number, total_gpus(c), p.gpus_total));
+            fmt::format("{}: tp/ep ({} GPUs) != gpus_total ({})", where, total_gpus(c), p.gpus_total));
         continue;
       }
     }
     if (auto ok = validate(c); !ok) {
-      load.skipped.push_back(fmt::format("line {}: {}", number, ok.error().message()));
+      errors.push_back(fmt::format("{}: {}", where, ok.error().message()));
       continue;
     }
     p.series = fmt::format("{}|{}|{}|{}|{}x{}|{}", p.hardware, p.framework, p.precision,
                            spec_decoding_name(c.spec_decoding), p.isl, p.osl, topology_key(c));
     load.points.push_back(std::move(p));
+  }
+  if (!errors.empty()) {
+    std::string message =
+        fmt::format("{} malformed field(s) in the measured CSV (fix or remove those rows):", errors.size());
+    for (size_t i = 0; i < std::min<size_t>(errors.size(), 10); ++i) message += "\n  " + errors[i];
+    if (errors.size() > 10) message += fmt::format("\n  ... and {} more", errors.size() - 10);
+    return fail(ErrorCode::kParse, message);
   }
   return load;
 }

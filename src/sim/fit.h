@@ -45,9 +45,12 @@ struct MeasuredPoint {
 
 struct CsvLoad {
   std::vector<MeasuredPoint> points;
-  std::vector<std::string> skipped;  // "line N: why"
+  std::vector<std::string> skipped;  // "path:line: why"
 };
-// Reads measured_dsr1.csv. Rows whose GPU accounting cannot be reconciled are skipped (reported).
+// Reads measured_dsr1.csv. Rows whose GPU accounting cannot be reconciled, or with missing or
+// non-positive lengths/measurements, are skipped (reported). A malformed file fails with every
+// bad field as path:line: a wrong field count, a value that is not a finite number / integer /
+// boolean, an unknown hardware, precision, framework or spec-decoding method.
 Result<CsvLoad> load_measured_csv(const std::string& path);
 
 struct FitOptions {

@@ -171,6 +171,49 @@ TEST(SimCalibrate, MissingCsvIsAnError) {
   EXPECT_NE(result.err.find("cannot open"), std::string::npos);
 }
 
+TEST(SimCalibrate, MalformedFieldsAreRefusedWithFileAndLine) {
+  const std::string dir = ::testing::TempDir();
+  const std::string header =
+      "hardware,framework,precision,spec_decoding,tp,ep,dp_attention,isl,osl,conc,median_ttft_s,median_tpot_s,"
+      "tput_per_gpu,gpus_total,is_multinode\n";
+  const std::string good = "h200,sglang,fp8,none,8,1,false,1024,1024,4,0.15,0.011,300,8,false\n";
+  auto write = [&](const std::string& name, const std::string& rows) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << header << good << rows;
+    return path;
+  };
+  struct Case {
+    const char* name;
+    const char* row;
+    const char* expect;
+  };
+  for (const Case& c : {
+           Case{"nan.csv", "h200,sglang,fp8,none,8,1,false,1024,1024,16,nan,0.02,900,8,false\n",
+                "nan.csv:3: column 'median_ttft_s' is 'nan', expected a finite number"},
+           Case{"inf.csv", "h200,sglang,fp8,none,8,1,false,1024,1024,16,0.2,inf,900,8,false\n",
+                "inf.csv:3: column 'median_tpot_s' is 'inf'"},
+           Case{"ep.csv", "h200,sglang,fp8,none,8,x,false,1024,1024,16,0.2,0.02,900,8,false\n",
+                "ep.csv:3: column 'ep' is 'x'"},
+           Case{"conc.csv", "h200,sglang,fp8,none,8,1,false,1024,1024,4.6,0.2,0.02,900,8,false\n",
+                "conc.csv:3: column 'conc' is '4.6', expected an integer"},
+           Case{"flag.csv", "h200,sglang,fp8,none,8,1,yes,1024,1024,16,0.2,0.02,900,8,false\n",
+                "flag.csv:3: column 'dp_attention' is 'yes', expected true or false"},
+           Case{"short.csv", "h200,sglang,fp8,none,8,1\n", "short.csv:3: 6 fields, the header has 15"},
+           Case{"hw.csv", "h900,sglang,fp8,none,8,1,false,1024,1024,16,0.2,0.02,900,8,false\n",
+                "hw.csv:3: unknown hardware"},
+       }) {
+    auto result = run_ixbench({"sim", "calibrate", "--csv", write(c.name, c.row), "--quiet"});
+    EXPECT_EQ(result.exit_code, 1) << c.name;
+    EXPECT_NE(result.err.find(c.expect), std::string::npos) << c.name << ": " << result.err;
+  }
+  // The same file without the bad row fits.
+  auto clean = run_ixbench({"sim", "calibrate", "--csv", write("clean.csv", ""), "--iterations", "1", "--quiet"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  auto directory = run_ixbench({"sim", "calibrate", "--csv", dir});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
+}
+
 TEST(SimCalibrate, FitsASmallMeasuredFile) {
   const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
   if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
