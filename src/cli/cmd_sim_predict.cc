@@ -2,7 +2,9 @@
 // running the engine simulator in virtual time (src/sim/predict.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -14,17 +16,53 @@
 #include "cli/command.h"
 #include "cli/engine_flags.h"
 #include "common/json_io.h"
+#include "common/strings.h"
 #include "sim/predict.h"
 #include "sim/sweep_row.h"
 
 namespace ix::cli {
 namespace {
 
+// "1,4,16" -> {1, 4, 16}: every item a positive integer, none repeated.
+Result<std::vector<int32_t>> parse_concurrencies(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int32_t value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--conc '{}': '{}' is not a positive integer (e.g. --conc 1,4,16,64)", text, item));
+    if (std::find(out.begin(), out.end(), value) != out.end())
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--conc '{}' lists {} twice", text, value));
+    out.push_back(value);
+    start = comma + 1;
+  }
+  return out;
+}
+
+// One raw result file per predicted configuration and concurrency: the name carries everything
+// that distinguishes two predictions written into the same --result-dir.
+std::string result_file_name(const sim::ResolvedEngine& engine, const sim::PredictOptions& options, int32_t conc) {
+  const sim::EngineConfig& c = engine.config;
+  auto side = [](const sim::WorkerTopology& t) {
+    return fmt::format("{}x-tp{}ep{}{}", t.num_workers, t.tp, t.ep, t.dp_attn ? "dpa" : "");
+  };
+  const std::string topology = c.disagg ? fmt::format("p{}-d{}", side(c.prefill), side(c.decode))
+                                        : fmt::format("tp{}ep{}{}{}", c.tp, c.ep, c.dp_attn ? "dpa" : "",
+                                                      c.num_replicas > 1 ? fmt::format("x{}", c.num_replicas) : "");
+  return fmt::format("sim_{}_{}_{}_{}_{}_{}_isl{}_osl{}_conc{}.json", engine.model.name, engine.hardware.name,
+                     c.precision, ascii_lower(c.framework), topology, sim::spec_decoding_name(c.spec_decoding),
+                     options.isl, options.osl, conc);
+}
+
 struct PredictFlags {
   EngineFlags engine;
   std::optional<int32_t> isl;
   std::optional<int32_t> osl;
-  std::vector<int32_t> concurrencies;
+  std::vector<std::string> concurrencies;  // each "1,4,16"; repeated --conc flags add up
   std::optional<int32_t> num_prompts;
   double random_range_ratio = 0.8;
   double shared_prefix_fraction = 0.0;
@@ -111,7 +149,13 @@ int run_predict(const PredictFlags& flags) {
   }
   if (flags.isl) options.isl = *flags.isl;
   if (flags.osl) options.osl = *flags.osl;
-  if (!flags.concurrencies.empty()) options.concurrencies = flags.concurrencies;
+  if (!flags.concurrencies.empty()) {
+    std::string joined;
+    for (const auto& item : flags.concurrencies) joined += (joined.empty() ? "" : ",") + item;
+    auto list = parse_concurrencies(joined);
+    if (!list) return report_error(list.error());
+    options.concurrencies = *list;
+  }
   if (options.isl <= 0 || options.osl <= 0) {
     if (!scenario_type.empty() && scenario_type != "fixed-seq-len")
       return report_error(
@@ -141,9 +185,7 @@ int run_predict(const PredictFlags& flags) {
       return report_error(
           Error(ErrorCode::kIo, fmt::format("cannot create --result-dir '{}': {}", flags.result_dir, ec.message())));
     for (const auto& point : *points) {
-      auto path = std::filesystem::path(flags.result_dir) /
-                  fmt::format("sim_{}_{}_{}_isl{}_osl{}_conc{}.json", engine->model.name, engine->hardware.name,
-                              options.engine.precision, options.isl, options.osl, point.conc);
+      auto path = std::filesystem::path(flags.result_dir) / result_file_name(*engine, options, point.conc);
       if (auto ok = json::write_file(path, json::to_pretty_string(point.result)); !ok) return report_error(ok.error());
     }
   }
@@ -171,7 +213,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   add_engine_flags(*cmd, flags->engine);
   cmd->add_option("--isl", flags->isl, "input sequence length (max of the uniform range)");
   cmd->add_option("--osl", flags->osl, "output sequence length (max of the uniform range)");
-  cmd->add_option("--conc", flags->concurrencies, "concurrencies, e.g. 1,4,16,64")->delimiter(',');
+  cmd->add_option("--conc", flags->concurrencies, "concurrencies, e.g. 1,4,16,64");
   cmd->add_option("--num-prompts", flags->num_prompts, "requests per concurrency (default 10 x conc)");
   cmd->add_option("--random-range-ratio", flags->random_range_ratio, "lengths uniform in [floor(r*L), L]")
       ->capture_default_str();

@@ -135,6 +135,10 @@ Result<void> validate(const EngineConfig& config) {
     if (config.num_replicas < 1)
       return fail(ErrorCode::kInvalidArgument, fmt::format("--replicas must be >= 1, got {}", config.num_replicas));
   }
+  if (config.spec_decoding == SpecDecoding::kNone && (config.num_spec_tokens > 0 || config.acceptance_length > 0))
+    return fail(ErrorCode::kInvalidArgument,
+                "--num-spec-tokens and --acceptance-length apply to speculative decoding: add --spec-decoding mtp "
+                "(or draft_model), or drop them");
   if (config.num_spec_tokens < 0 || config.num_spec_tokens > 16)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--num-spec-tokens must be in [0, 16], got {}", config.num_spec_tokens));

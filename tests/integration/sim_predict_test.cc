@@ -1,9 +1,13 @@
 // `ixbench sim predict` and `ixbench sim calibrate` through the real binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/subprocess.h"
 
@@ -90,6 +94,46 @@ TEST(SimPredict, BadInputsAreErrorsNotCrashes) {
   auto half_disagg =
       run_ixbench({"sim", "predict", "--prefill-workers", "1", "--isl", "128", "--osl", "16", "--conc", "1"});
   EXPECT_EQ(half_disagg.exit_code, 1);
+}
+
+TEST(SimPredict, ConcListsAndSpecFlagsAreChecked) {
+  const std::vector<std::string> base = {"sim",   "predict", "--hardware", "h200", "--tp",     "8",
+                                         "--isl", "128",     "--osl",      "16",   "--format", "table"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_ixbench(args);
+  };
+  for (const auto& [conc, expect] :
+       std::vector<std::pair<std::string, std::string>>{{"4,,8", "'' is not a positive integer"},
+                                                        {"4,4", "lists 4 twice"},
+                                                        {"0", "'0' is not a positive integer"}}) {
+    auto result = with({"--conc", conc});
+    EXPECT_EQ(result.exit_code, 1) << conc;
+    EXPECT_NE(result.err.find(expect), std::string::npos) << conc << ": " << result.err;
+  }
+  auto two_flags = with({"--conc", "1", "--conc", "2"});
+  EXPECT_EQ(two_flags.exit_code, 0) << two_flags.err;
+  auto al_without_spec = with({"--conc", "1", "--acceptance-length", "2"});
+  EXPECT_EQ(al_without_spec.exit_code, 1);
+  EXPECT_NE(al_without_spec.err.find("--spec-decoding"), std::string::npos) << al_without_spec.err;
+}
+
+TEST(SimPredict, ResultDirNamesEveryConfiguration) {
+  const std::string dir = ::testing::TempDir() + "/ix_sim_result_dir";
+  std::filesystem::remove_all(dir);
+  for (const char* tp : {"2", "4"}) {
+    auto result = run_ixbench({"sim", "predict", "--model", "llama-3.3-70b", "--hardware", "h200", "--tp", tp, "--isl",
+                               "128", "--osl", "16", "--conc", "1", "--result-dir", dir});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  // Two topologies, two files (the names once held only model/hardware/precision/lengths/conc).
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0], "sim_llama-3.3-70b_h200_fp8_vllm_tp2ep1_none_isl128_osl16_conc1.json");
+  EXPECT_EQ(names[1], "sim_llama-3.3-70b_h200_fp8_vllm_tp4ep1_none_isl128_osl16_conc1.json");
 }
 
 TEST(SimPredict, MissingOrNonPositiveLengthsAndCountsNameTheFlag) {
