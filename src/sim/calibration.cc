@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <initializer_list>
 #include <utility>
 
 #include "common/json_io.h"
@@ -41,18 +43,26 @@ constexpr Field kFields[] = {
     {"attention_scale", &Efficiency::attention_scale},
 };
 
-Result<Efficiency> read_efficiency(const boost::json::object& object, Efficiency base, std::string_view where) {
+// Reads the factors of `object`; any other key must be one of `descriptive` (a misspelt factor
+// would otherwise be ignored and its default used without a word).
+Result<Efficiency> read_efficiency(const boost::json::object& object, Efficiency base, std::string_view origin,
+                                   std::string_view where, std::initializer_list<std::string_view> descriptive) {
   for (const auto& [key, value] : object) {
     const Field* field = nullptr;
     for (const auto& candidate : kFields)
       if (key == candidate.name) field = &candidate;
-    if (field == nullptr) continue;  // descriptive keys (hardware, rows, ...) sit beside the factors
-    if (!value.is_number())
+    if (field == nullptr) {
+      if (std::find(descriptive.begin(), descriptive.end(), std::string_view(key)) != descriptive.end()) continue;
+      std::string known;
+      for (const auto& candidate : kFields) known += fmt::format("{}{}", known.empty() ? "" : ", ", candidate.name);
       return fail(ErrorCode::kParse,
-                  fmt::format("calibration.json: {}: '{}' must be a number", where, std::string(key)));
+                  fmt::format("{}: {}: unknown key '{}' (factors: {})", origin, where, std::string(key), known));
+    }
+    if (!value.is_number())
+      return fail(ErrorCode::kParse, fmt::format("{}: {}: '{}' must be a number", origin, where, std::string(key)));
     double number = value.to_number<double>();
     if (!(number >= 0))
-      return fail(ErrorCode::kParse, fmt::format("calibration.json: {}: '{}' must be >= 0", where, std::string(key)));
+      return fail(ErrorCode::kParse, fmt::format("{}: {}: '{}' must be >= 0", origin, where, std::string(key)));
     base.*(field->member) = number;
   }
   return base;
@@ -66,41 +76,46 @@ boost::json::object write_efficiency(const Efficiency& efficiency) {
 
 }  // namespace
 
-Result<CalibrationTable> CalibrationTable::parse(const std::string& text) {
-  auto root = json::parse(text, "calibration.json");
+Result<CalibrationTable> CalibrationTable::parse(const std::string& text, const std::string& origin) {
+  auto root = json::parse(text, origin);
   if (!root) return fail(root.error());
-  if (!root->is_object()) return fail(ErrorCode::kParse, "calibration.json: top level must be an object");
+  if (!root->is_object()) return fail(ErrorCode::kParse, fmt::format("{}: top level must be an object", origin));
   const auto& object = root->as_object();
+  for (const auto& [key, value] : object)
+    if (key != "schema_version" && key != "source" && key != "defaults" && key != "groups")
+      return fail(ErrorCode::kParse, fmt::format("{}: unknown top-level key '{}' (expected schema_version, source, "
+                                                 "defaults, groups)",
+                                                 origin, std::string(key)));
   CalibrationTable table;
   if (auto it = object.find("source"); it != object.end() && it->value().is_string())
     table.source_ = std::string(it->value().as_string());
   if (auto it = object.find("defaults"); it != object.end()) {
-    if (!it->value().is_object()) return fail(ErrorCode::kParse, "calibration.json: 'defaults' must be an object");
-    auto defaults = read_efficiency(it->value().as_object(), Efficiency{}, "defaults");
+    if (!it->value().is_object())
+      return fail(ErrorCode::kParse, fmt::format("{}: 'defaults' must be an object", origin));
+    auto defaults = read_efficiency(it->value().as_object(), Efficiency{}, origin, "defaults", {});
     if (!defaults) return fail(defaults.error());
     table.defaults_ = *defaults;
   }
   if (auto it = object.find("groups"); it != object.end()) {
-    if (!it->value().is_array()) return fail(ErrorCode::kParse, "calibration.json: 'groups' must be an array");
+    if (!it->value().is_array()) return fail(ErrorCode::kParse, fmt::format("{}: 'groups' must be an array", origin));
     size_t index = 0;
     for (const auto& entry : it->value().as_array()) {
       std::string where = fmt::format("groups[{}]", index++);
-      if (!entry.is_object())
-        return fail(ErrorCode::kParse, fmt::format("calibration.json: {} must be an object", where));
+      if (!entry.is_object()) return fail(ErrorCode::kParse, fmt::format("{}: {} must be an object", origin, where));
       const auto& group_object = entry.as_object();
       CalibrationGroup group;
       auto hardware = json::get_string(group_object, "hardware");
       auto framework = json::get_string(group_object, "framework");
       auto precision = json::get_string(group_object, "precision");
       if (!hardware || !framework || !precision)
-        return fail(ErrorCode::kParse,
-                    fmt::format("calibration.json: {} needs hardware, framework and precision", where));
+        return fail(ErrorCode::kParse, fmt::format("{}: {} needs hardware, framework and precision", origin, where));
       group.hardware = *hardware;
       group.framework = *framework;
       group.precision = *precision;
       if (auto spec = json::get_string(group_object, "spec")) group.spec = *spec;
       if (auto rows = json::get_int(group_object, "fit_rows")) group.fit_rows = static_cast<int32_t>(*rows);
-      auto efficiency = read_efficiency(group_object, table.defaults_, where);
+      auto efficiency = read_efficiency(group_object, table.defaults_, origin, where,
+                                        {"hardware", "framework", "precision", "spec", "fit_rows"});
       if (!efficiency) return fail(efficiency.error());
       group.efficiency = *efficiency;
       table.groups_.push_back(std::move(group));

@@ -66,7 +66,9 @@ struct CalibrationGroup {
 
 class CalibrationTable {
  public:
-  static Result<CalibrationTable> parse(const std::string& text);
+  // `origin` names the file in error messages. Unknown keys are errors (a misspelt factor would
+  // silently keep its default).
+  static Result<CalibrationTable> parse(const std::string& text, const std::string& origin = "calibration.json");
   static Result<CalibrationTable> builtin();
 
   // Most specific group first: (hw, framework, precision, spec), (hw, framework, precision, *),

@@ -209,12 +209,13 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
     table = *calibration;
   } else {
     std::string text;
+    const auto path = std::filesystem::path(config.catalog_dir) / "calibration.json";
     if (!config.catalog_dir.empty()) {
-      auto read = read_optional(std::filesystem::path(config.catalog_dir) / "calibration.json");
+      auto read = read_optional(path);
       if (!read) return fail(read.error());
       text = *read;
     }
-    auto parsed = text.empty() ? CalibrationTable::builtin() : CalibrationTable::parse(text);
+    auto parsed = text.empty() ? CalibrationTable::builtin() : CalibrationTable::parse(text, path.string());
     if (!parsed) return fail(parsed.error());
     table = std::move(*parsed);
   }

@@ -125,5 +125,22 @@ TEST(CalibrationTable, LooksUpMostSpecificGroupThenFallsBack) {
   EXPECT_FALSE(CalibrationTable::parse(R"({"defaults": {"fixed_scale": "x"}})"));
 }
 
+TEST(CalibrationTable, UnknownKeysAreErrorsNamingTheFile) {
+  auto typo = CalibrationTable::parse(R"({"groups": [
+    {"hardware": "h200", "framework": "*", "precision": "*", "memroy_scale": 2}]})",
+                                      "/tmp/cat/calibration.json");
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.error().message().find("/tmp/cat/calibration.json: groups[0]: unknown key 'memroy_scale'"),
+            std::string::npos)
+      << typo.error().message();
+  EXPECT_NE(typo.error().message().find("memory_scale"), std::string::npos);
+  auto top = CalibrationTable::parse(R"({"defualts": {}})");
+  ASSERT_FALSE(top);
+  EXPECT_NE(top.error().message().find("unknown top-level key 'defualts'"), std::string::npos);
+  EXPECT_FALSE(CalibrationTable::parse(R"({"defaults": {"hardware": "h200"}})"));
+  // The shipped file uses only known keys.
+  EXPECT_TRUE(CalibrationTable::builtin());
+}
+
 }  // namespace
 }  // namespace ix::sim
