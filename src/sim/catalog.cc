@@ -210,6 +210,11 @@ const Spec* find_spec(const std::vector<Spec>& specs, const std::string& name) {
     for (const auto& spec : specs)
       if (matches(tail, spec.name, spec.aliases)) return &spec;
   }
+  // A bare model name against an alias's HF id ("Kimi-K2.5" -> "moonshotai/Kimi-K2.5").
+  for (const auto& spec : specs)
+    for (const auto& alias : spec.aliases)
+      if (auto slash = alias.rfind('/'); slash != std::string::npos && ascii_lower(alias.substr(slash + 1)) == query)
+        return &spec;
   // Runner labels: "cluster:b200-dgxc" -> "b200-dgxc" -> "b200".
   if (auto colon = query.rfind(':'); colon != std::string::npos) return find_spec(specs, query.substr(colon + 1));
   if (auto dash = query.find('-'); dash != std::string::npos) {

@@ -32,6 +32,10 @@ TEST(Catalog, LooksUpAliasesHfIdsAndRunnerLabels) {
   EXPECT_EQ((*catalog->model("deepseek-ai/DeepSeek-R1-0528"))->name, "deepseek-r1");
   EXPECT_EQ((*catalog->model("dsr1"))->name, "deepseek-r1");
   EXPECT_EQ((*catalog->model("nvidia/DeepSeek-R1-0528-NVFP4-v2"))->name, "deepseek-r1");
+  // A bare model name matches an alias's HF id without its organisation.
+  EXPECT_EQ((*catalog->model("Kimi-K2.5"))->name, "kimi-k2");
+  EXPECT_EQ((*catalog->model("DeepSeek-R1-0528-NVFP4-v2"))->name, "deepseek-r1");
+  EXPECT_FALSE(catalog->model("K2.5"));
   EXPECT_EQ((*catalog->hardware("cluster:b200-dgxc"))->name, "b200");
   EXPECT_EQ((*catalog->hardware("H200"))->name, "h200");
   EXPECT_EQ((*catalog->hardware("mi355x-disagg"))->name, "mi355x");
