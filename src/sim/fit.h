@@ -37,6 +37,7 @@ struct MeasuredPoint {
   int32_t osl = 0;
   int32_t conc = 0;
   int32_t gpus_total = 0;
+  bool multinode = false;  // is_multinode: the engine(s) span nodes (disaggregated or one wide engine)
   double ttft_s = 0;
   double tpot_s = 0;
   double tput_per_gpu = 0;

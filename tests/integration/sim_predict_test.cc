@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -256,6 +257,50 @@ TEST(SimCalibrate, MalformedFieldsAreRefusedWithFileAndLine) {
   auto directory = run_ixbench({"sim", "calibrate", "--csv", dir});
   EXPECT_EQ(directory.exit_code, 1);
   EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
+}
+
+TEST(SimCalibrate, DeviceLevelComesFromSingleNodeRowsWhereThereAreEnough) {
+  const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
+  // h200: 4 single-node rows and 3 low-concurrency multi-node ones; h100: only multi-node rows.
+  const std::string subset = ::testing::TempDir() + "/ix_sim_device_level.csv";
+  {
+    std::ifstream in(csv);
+    std::ofstream out(subset);
+    std::string line;
+    std::getline(in, line);
+    out << line << "\n";
+    int single = 0, multi = 0, h100 = 0;
+    while (std::getline(in, line)) {
+      const bool h200_row = line.rfind("h200,", 0) == 0;
+      if (h200_row && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos && single < 4) {
+        out << line << "\n";
+        ++single;
+      } else if (h200_row && line.find(",true,") != std::string::npos &&
+                 line.find(",1024,1024,1,") != std::string::npos && multi < 3) {
+        out << line << "\n";
+        ++multi;
+      } else if (line.rfind("h100,", 0) == 0 && line.find(",1024,1024,") != std::string::npos && h100 < 3) {
+        out << line << "\n";
+        ++h100;
+      }
+    }
+  }
+  const std::string out_path = ::testing::TempDir() + "/ix_sim_device_level.json";
+  auto result = run_ixbench(
+      {"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--max-prompts", "30", "--quiet"},
+      "", 300);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::ifstream in(out_path);
+  const auto root = boost::json::parse(std::string((std::istreambuf_iterator<char>(in)), {})).as_object();
+  std::map<std::string, int64_t> device_rows;
+  for (const auto& g : root.at("groups").as_array()) {
+    const auto& o = g.as_object();
+    if (o.at("framework").as_string() == "*")
+      device_rows[std::string(o.at("hardware").as_string())] = o.at("fit_rows").as_int64();
+  }
+  EXPECT_EQ(device_rows["h200"], 4) << "fitted on the single-node rows only";
+  EXPECT_EQ(device_rows["h100"], 3) << "no single-node rows: fitted on the multi-node ones";
 }
 
 TEST(SimCalibrate, FitsASmallMeasuredFile) {
