@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -259,33 +260,32 @@ TEST(SimCalibrate, MalformedFieldsAreRefusedWithFileAndLine) {
   EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
 }
 
+// Writes the header of `csv` and the data lines `keep` accepts to `path`.
+void write_csv_subset(const std::string& csv, const std::string& path,
+                      const std::function<bool(const std::string&)>& keep) {
+  std::ifstream in(csv);
+  std::ofstream out(path);
+  std::string line;
+  std::getline(in, line);
+  out << line << "\n";
+  while (std::getline(in, line))
+    if (keep(line)) out << line << "\n";
+}
+
 TEST(SimCalibrate, DeviceLevelComesFromSingleNodeRowsWhereThereAreEnough) {
   const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
   if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
   // h200: 4 single-node rows and 3 low-concurrency multi-node ones; h100: only multi-node rows.
   const std::string subset = ::testing::TempDir() + "/ix_sim_device_level.csv";
-  {
-    std::ifstream in(csv);
-    std::ofstream out(subset);
-    std::string line;
-    std::getline(in, line);
-    out << line << "\n";
-    int single = 0, multi = 0, h100 = 0;
-    while (std::getline(in, line)) {
-      const bool h200_row = line.rfind("h200,", 0) == 0;
-      if (h200_row && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos && single < 4) {
-        out << line << "\n";
-        ++single;
-      } else if (h200_row && line.find(",true,") != std::string::npos &&
-                 line.find(",1024,1024,1,") != std::string::npos && multi < 3) {
-        out << line << "\n";
-        ++multi;
-      } else if (line.rfind("h100,", 0) == 0 && line.find(",1024,1024,") != std::string::npos && h100 < 3) {
-        out << line << "\n";
-        ++h100;
-      }
-    }
-  }
+  int single = 0, multi = 0, h100 = 0;
+  write_csv_subset(csv, subset, [&](const std::string& line) {
+    const bool h200_row = line.rfind("h200,", 0) == 0;
+    if (h200_row && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos) return single++ < 4;
+    if (h200_row && line.find(",true,") != std::string::npos && line.find(",1024,1024,1,") != std::string::npos)
+      return multi++ < 3;
+    if (line.rfind("h100,", 0) == 0 && line.find(",1024,1024,") != std::string::npos) return h100++ < 3;
+    return false;
+  });
   const std::string out_path = ::testing::TempDir() + "/ix_sim_device_level.json";
   auto result = run_ixbench(
       {"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--max-prompts", "30", "--quiet"},
@@ -308,19 +308,11 @@ TEST(SimCalibrate, FitsASmallMeasuredFile) {
   if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
   // The h200 SGLang/TRT single-node 1k1k rows at low concurrency: a quick fit end to end.
   const std::string subset = ::testing::TempDir() + "/ix_sim_subset.csv";
-  {
-    std::ifstream in(csv);
-    std::ofstream out(subset);
-    std::string line;
-    std::getline(in, line);
-    out << line << "\n";
-    int kept = 0;
-    while (std::getline(in, line) && kept < 12)
-      if (line.rfind("h200,", 0) == 0 && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos) {
-        out << line << "\n";
-        ++kept;
-      }
-  }
+  int kept = 0;
+  write_csv_subset(csv, subset, [&](const std::string& line) {
+    return line.rfind("h200,", 0) == 0 && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos &&
+           kept++ < 12;
+  });
   const std::string out_path = ::testing::TempDir() + "/ix_sim_calibration.json";
   auto result = run_ixbench(
       {"sim", "calibrate", "--csv", subset, "--out", out_path, "--iterations", "1", "--quiet", "--jobs", "2"}, "", 120);
