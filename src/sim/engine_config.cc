@@ -46,27 +46,32 @@ Result<std::string> read_optional(const std::filesystem::path& path) {
 
 }  // namespace
 
+double spec_tokens_per_step(double p, int32_t drafts) {
+  double sum = 1.0, term = 1.0;
+  for (int32_t i = 0; i < drafts; ++i) {
+    term *= p;
+    sum += term;
+  }
+  return sum;
+}
+
+double acceptance_probability(double acceptance_length, int32_t drafts) {
+  if (drafts <= 0) return 0.0;
+  if (acceptance_length >= 1.0 + drafts) return 1.0;
+  double lo = 0.0, hi = 1.0;
+  for (int iteration = 0; iteration < 64; ++iteration) {
+    const double p = 0.5 * (lo + hi);
+    (spec_tokens_per_step(p, drafts) < acceptance_length ? lo : hi) = p;
+  }
+  return 0.5 * (lo + hi);
+}
+
 double default_acceptance_length(double model_acceptance_length, int32_t model_num_spec_tokens,
                                  int32_t num_spec_tokens) {
   if (num_spec_tokens <= 0) return 1.0;
   if (model_num_spec_tokens <= 0 || num_spec_tokens == model_num_spec_tokens) return model_acceptance_length;
   if (model_acceptance_length <= 1.0) return 1.0;
-  // The per-draft acceptance probability p with 1 + p + ... + p^k0 = AL0 (the core's model).
-  if (model_acceptance_length >= 1.0 + model_num_spec_tokens) return 1.0 + num_spec_tokens;
-  double lo = 0.0, hi = 1.0;
-  auto tokens_per_step = [](double p, int32_t drafts) {
-    double sum = 1.0, term = 1.0;
-    for (int32_t i = 0; i < drafts; ++i) {
-      term *= p;
-      sum += term;
-    }
-    return sum;
-  };
-  for (int iteration = 0; iteration < 64; ++iteration) {
-    const double p = 0.5 * (lo + hi);
-    (tokens_per_step(p, model_num_spec_tokens) < model_acceptance_length ? lo : hi) = p;
-  }
-  return tokens_per_step(0.5 * (lo + hi), num_spec_tokens);
+  return spec_tokens_per_step(acceptance_probability(model_acceptance_length, model_num_spec_tokens), num_spec_tokens);
 }
 
 Result<SpecDecoding> parse_spec_decoding(const std::string& text) {

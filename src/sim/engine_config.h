@@ -85,6 +85,12 @@ std::string spec_decoding_name(SpecDecoding spec);
 Result<FrameworkFamily> framework_family(const std::string& framework);
 std::string framework_family_name(FrameworkFamily family);
 
+// Speculative decoding's acceptance model (shared by the engine core and the defaults below): each
+// of k drafts is accepted with probability p while the previous ones were, so a verify step emits
+// 1 + p + ... + p^k tokens on average. acceptance_probability inverts that for a target length.
+double spec_tokens_per_step(double p, int32_t drafts);
+double acceptance_probability(double acceptance_length, int32_t drafts);
+
 // The acceptance length used when none is given: the model's golden AL when the draft length is
 // the model's default; for another draft length k, 1 + p + ... + p^k with the per-draft
 // acceptance p that gives the model's AL at its default length (the acceptance model of the

@@ -94,24 +94,6 @@ void add_buckets(CostBuckets& into, const CostBuckets& a, const CostBuckets& min
   for (size_t i = 0; i < into.size(); ++i) into[i] += a[i] - minus[i];
 }
 
-// Per-draft acceptance probability p such that the expected tokens per verify step,
-// 1 + p + p^2 + ... + p^k, equals the acceptance length.
-double acceptance_probability(double acceptance_length, int32_t drafts) {
-  if (drafts <= 0) return 0.0;
-  if (acceptance_length >= 1.0 + drafts) return 1.0;
-  double lo = 0.0, hi = 1.0;
-  for (int iteration = 0; iteration < 64; ++iteration) {
-    const double p = 0.5 * (lo + hi);
-    double sum = 1.0, term = 1.0;
-    for (int32_t i = 0; i < drafts; ++i) {
-      term *= p;
-      sum += term;
-    }
-    (sum < acceptance_length ? lo : hi) = p;
-  }
-  return 0.5 * (lo + hi);
-}
-
 }  // namespace
 
 struct EngineCore::Impl {
