@@ -167,7 +167,10 @@ TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
   // Sends happen at the scheduled times (absolute schedule, no drift).
   EXPECT_LT(num(run.result, "median_queue_ms"), 0.5);
-  EXPECT_LT(num(run.result, "p99_queue_ms"), 5.0);
+  // The tail may be late only by as much as the OS delayed the client's loop, which the client
+  // measures and reports (on an oversubscribed machine, e.g. tests beside a parallel build).
+  const double lag_p99 = run.result.at("client").as_object().at("event_loop_lag_p99_ms").to_number<double>();
+  EXPECT_LT(num(run.result, "p99_queue_ms"), 5.0 + lag_p99) << "client loop lag p99 " << lag_p99 << " ms";
   const auto& offsets = run.result.at("scheduled_offsets_ms").as_array();
   ASSERT_EQ(offsets.size(), 200u);
   const double last_s = offsets.back().as_double() / 1000.0;
