@@ -22,6 +22,8 @@ struct CalibrateFlags {
   bool spec_groups = false;
   double huber_delta = 0.2;
   int32_t jobs = 0;
+  std::string sweep_rows;
+  bool evaluate = false;
 };
 
 int run_calibrate(const CalibrateFlags& flags) {
@@ -31,6 +33,25 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (!(flags.huber_delta >= 0)) return report_error(Error(ErrorCode::kInvalidArgument, "--huber-delta must be >= 0"));
   if (flags.jobs < 0) return report_error(Error(ErrorCode::kInvalidArgument, "--jobs must be >= 0 (0 = all cores)"));
   if (flags.max_prompts < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--max-prompts must be >= 1"));
+  if (flags.evaluate && (flags.holdout || !flags.out.empty()))
+    return report_error(Error(ErrorCode::kInvalidArgument,
+                              "--evaluate fits nothing: drop --holdout and --out (or drop --evaluate to fit)"));
+  if (!flags.sweep_rows.empty()) {
+    auto rows = json::read_file(flags.sweep_rows);
+    if (!rows) return report_error(rows.error());
+    if (!rows->is_array())
+      return report_error(
+          Error(ErrorCode::kParse, fmt::format("{}: expected a JSON array of sweep rows (the output of `ixbench sweep "
+                                               "full-sweep`)",
+                                               flags.sweep_rows)));
+    const sim::RowJoin join = sim::join_sweep_rows(*data, rows->as_array());
+    if (!flags.quiet)
+      std::cerr << fmt::format(
+          "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its decode "
+          "batch / MTP draft length, {} ambiguous (rows disagree; left as measured)\n",
+          flags.sweep_rows, join.rows_used, join.rows_skipped, join.points_matched, join.points_changed,
+          join.points_ambiguous);
+  }
   sim::FitOptions options;
   options.holdout = flags.holdout;
   options.iterations = flags.iterations;
@@ -38,6 +59,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   options.spec_groups = flags.spec_groups;
   options.huber_delta = flags.huber_delta;
   options.jobs = flags.jobs;
+  options.evaluate_only = flags.evaluate;
   auto report = sim::fit_calibration(*data, options, [&](const std::string& line) {
     if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
   });
@@ -59,7 +81,10 @@ int run_calibrate(const CalibrateFlags& flags) {
   }
   std::cout << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
   for (const auto& line : report->skipped) std::cout << "  skipped " << line << "\n";
-  if (flags.holdout) {
+  if (flags.evaluate) {
+    std::cout << "\nBuilt-in calibration on these points (nothing fitted): median absolute relative error\n\n"
+              << sim::residual_table(*report, true);
+  } else if (flags.holdout) {
     std::cout << "\nHeld-out points (not used for fitting): median absolute relative error\n\n"
               << sim::residual_table(*report, true);
     std::cout << "\nFitting points (lowest and highest concurrency of each series)\n\n";
@@ -96,6 +121,12 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--jobs", flags->jobs,
                   "points simulated in parallel (0 = one per core; the result does not depend on it)")
       ->capture_default_str();
+  cmd->add_option("--sweep-rows", flags->sweep_rows,
+                  "sweep rows (`ixbench sweep full-sweep ... --multi-node` output): disaggregated points take their "
+                  "row's decode max batch and MTP draft length from the recipe name");
+  cmd->add_flag(
+      "--evaluate", flags->evaluate,
+      "fit nothing: report the built-in calibration's errors on these points (with --residuals-csv per point)");
   cmd->add_flag("--quiet", flags->quiet, "no progress lines on stderr");
   registry.on_run(cmd, [flags] { return run_calibrate(*flags); });
 }

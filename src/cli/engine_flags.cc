@@ -53,10 +53,16 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--prefill-tp", c.prefill.tp, "disaggregation: prefill engine tp")->capture_default_str();
   app.add_option("--prefill-ep", c.prefill.ep, "disaggregation: prefill engine ep")->capture_default_str();
   app.add_flag("--prefill-dp-attn", c.prefill.dp_attn, "disaggregation: prefill engines use dp attention");
+  app.add_option("--prefill-max-num-seqs", c.prefill.max_num_seqs,
+                 "disaggregation: running requests per prefill rank (0 = --max-num-seqs)")
+      ->capture_default_str();
   app.add_option("--decode-workers", flags.decode_workers, "disaggregation: decode engines (with --prefill-workers)");
   app.add_option("--decode-tp", c.decode.tp, "disaggregation: decode engine tp")->capture_default_str();
   app.add_option("--decode-ep", c.decode.ep, "disaggregation: decode engine ep")->capture_default_str();
   app.add_flag("--decode-dp-attn", c.decode.dp_attn, "disaggregation: decode engines use dp attention");
+  app.add_option("--decode-max-num-seqs", c.decode.max_num_seqs,
+                 "disaggregation: running requests per decode rank, TRT-LLM's max_batch_size (0 = --max-num-seqs)")
+      ->capture_default_str();
 }
 
 Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
@@ -69,6 +75,10 @@ Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
                 "disaggregation needs both --prefill-workers and --decode-workers (>= 1 each), or neither");
   if (flags.prefill_workers < 0 || flags.decode_workers < 0)
     return fail(ErrorCode::kInvalidArgument, "--prefill-workers and --decode-workers must be >= 0");
+  if (flags.prefill_workers == 0 && (config.prefill.max_num_seqs != 0 || config.decode.max_num_seqs != 0))
+    return fail(ErrorCode::kInvalidArgument,
+                "--prefill-max-num-seqs/--decode-max-num-seqs apply to disaggregation: add --prefill-workers and "
+                "--decode-workers, or use --max-num-seqs");
   if (flags.prefill_workers > 0) {
     config.disagg = true;
     config.prefill.num_workers = flags.prefill_workers;

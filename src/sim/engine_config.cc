@@ -153,6 +153,12 @@ Result<void> validate(const EngineConfig& config) {
         fmt::format("--acceptance-length must be >= 1 (or 0 for the model default), got {}", config.acceptance_length));
   if (config.max_num_seqs < 1)
     return fail(ErrorCode::kInvalidArgument, fmt::format("--max-num-seqs must be >= 1, got {}", config.max_num_seqs));
+  for (const auto* side : {&config.prefill, &config.decode}) {
+    if (side->max_num_seqs < 0)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--{}-max-num-seqs must be >= 1 (or 0 for --max-num-seqs), got {}",
+                              side == &config.prefill ? "prefill" : "decode", side->max_num_seqs));
+  }
   if (config.max_num_batched_tokens < 1)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--max-num-batched-tokens must be >= 1, got {}", config.max_num_batched_tokens));

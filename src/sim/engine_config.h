@@ -29,6 +29,10 @@ struct WorkerTopology {
   int32_t tp = 1;           // GPUs per engine (tensor parallel size)
   int32_t ep = 1;           // expert-parallel size within the engine (divides tp)
   bool dp_attn = false;     // data-parallel attention: tp ranks each with their own batch and KV
+  // Running requests per rank on this side (TRT-LLM's max_batch_size, per attention-DP rank);
+  // 0 = the engine's max_num_seqs. A disaggregated decode side that is full holds new requests
+  // back, and their first token with them: the client sees it when a decode slot frees.
+  int32_t max_num_seqs = 0;
 };
 
 struct EngineConfig {

@@ -36,6 +36,9 @@ struct Request {
   int32_t registered = 0;
   std::vector<int32_t> blocks;
   bool kv_preloaded = false;  // decode side of a disaggregated deployment
+  // Disaggregated: the KV arrived while every slot of its decode rank was taken; the first token
+  // reaches the client when the rank admits the request.
+  bool first_token_held = false;
   bool cancelled = false;
   bool in_step = false;
   int32_t instance = -1;
@@ -61,6 +64,7 @@ struct Instance {
   Stage stage = Stage::kUnified;
   std::unique_ptr<CostModel> cost;
   std::vector<Rank> ranks;
+  int64_t max_seqs = 0;  // running requests per rank
   bool busy = false;
   int64_t step_end_ns = kNever;
   StepCost step_cost;
@@ -116,6 +120,7 @@ struct EngineCore::Impl {
   static constexpr int64_t kRateWindowNs = 1'000'000'000;
   double token_rate = 0;
   int64_t token_rate_ns = 0;
+  std::vector<Request*> released_first_tokens;  // admitted this schedule pass, first token due now
 
   double decayed_token_rate(int64_t at_ns) const {
     if (at_ns <= token_rate_ns) return token_rate;
@@ -219,7 +224,7 @@ struct EngineCore::Impl {
     counters.num_preemptions += 1;
   }
 
-  void schedule(Rank& rank) {
+  void schedule(Instance& inst, Rank& rank) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
     int64_t budget = config().max_num_batched_tokens;
@@ -257,7 +262,7 @@ struct EngineCore::Impl {
 
     if (preempted) return;
     const int32_t block_size = rank.pool.block_size();
-    while (!rank.waiting.empty() && int64_t(rank.running.size()) < config().max_num_seqs && budget > 0) {
+    while (!rank.waiting.empty() && int64_t(rank.running.size()) < inst.max_seqs && budget > 0) {
       Request* r = rank.waiting.front();
       int32_t hit_blocks = 0;
       const int32_t saved_computed = r->computed;
@@ -288,20 +293,29 @@ struct EngineCore::Impl {
       rank.waiting.pop_front();
       rank.running.push_back(r);
       r->phase = Phase::kRunning;
+      if (r->first_token_held) {
+        // The wait for the slot counts toward the first token (the decode steps it waited through).
+        r->first_token_held = false;
+        add_buckets(r->cost.to_first_token, inst.cumulative, r->mark);
+        r->mark = inst.cumulative;
+        released_first_tokens.push_back(r);
+      }
       schedule_one(rank, r, tokens, decode, decode && tokens > 1);
       budget -= tokens;
     }
   }
 
-  void start_step(Instance& inst) {
+  void start_step(Instance& inst, const Sink& sink) {
     receive(inst);
     bool any = false;
     bool prefill = false;
     for (auto& rank : inst.ranks) {
-      schedule(rank);
+      schedule(inst, rank);
       any = any || rank.load.tokens > 0;
       prefill = prefill || rank.load.prefill_tokens > 0;
     }
+    for (Request* r : released_first_tokens) emit(r, 1, sink);
+    released_first_tokens.clear();
     if (!any) return;
     inst.step_has_prefill = prefill;
     std::vector<RankLoad> loads;
@@ -411,15 +425,12 @@ struct EngineCore::Impl {
     }
     r->output = 1;
     counters.generation_tokens_total += 1;
-    const bool done = r->output >= r->target;
-    if (done) {
+    if (r->output >= r->target) {
       r->phase = Phase::kDone;
       counters.request_success_total += 1;
       if (record_costs) costs[r->id] = r->cost;
-    }
-    // The sink may submit new requests (invalidating iterators), so erase by id afterwards.
-    emit(r, 1, sink);
-    if (done) {
+      // The sink may submit new requests (invalidating iterators), so erase by id afterwards.
+      emit(r, 1, sink);
       requests.erase(id);
       return;
     }
@@ -428,11 +439,20 @@ struct EngineCore::Impl {
     r->registered = 0;
     r->cached = std::max(0, r->cached);
     route(r, true);
+    // A free slot on its decode rank: the first token goes out now. Otherwise it waits with the
+    // request (the engine streams it once the request is scheduled on the decode side).
+    const Instance& inst = instances[r->instance];
+    const Rank& rank = inst.ranks[r->rank];
+    if (int64_t(rank.running.size() + rank.waiting.size()) > inst.max_seqs) {
+      r->first_token_held = true;
+      return;
+    }
+    emit(r, 1, sink);
   }
 
-  void start_idle() {
+  void start_idle(const Sink& sink) {
     for (auto& inst : instances)
-      if (!inst.busy && inst.has_work()) start_step(inst);
+      if (!inst.busy && inst.has_work()) start_step(inst, sink);
   }
 
   int64_t next_event() const {
@@ -450,7 +470,7 @@ struct EngineCore::Impl {
 
   void run_until(int64_t until_ns, const Sink& sink) {
     for (;;) {
-      start_idle();
+      start_idle(sink);
       const int64_t next = next_event();
       if (next > until_ns || next == kNever) break;
       now_ns = std::max(now_ns, next);
@@ -500,6 +520,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                 engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
                                 engine.config.gpu_memory_utilization));
+      inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs : config.max_num_seqs;
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)
         inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,

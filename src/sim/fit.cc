@@ -19,6 +19,7 @@
 #include "metrics/statistics.h"
 #include "sim/engine_core.h"
 #include "sim/predict.h"
+#include "sim/sweep_row.h"
 
 namespace ix::sim {
 
@@ -620,7 +621,13 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
   CalibrationTable table;
   table.set_source("nominal");
   double routing_exponent = 1.0;
-  for (int32_t round = 0; round < options.iterations; ++round) {
+  if (options.evaluate_only) {
+    auto builtin = CalibrationTable::builtin();
+    if (!builtin) return fail(builtin.error());
+    table = std::move(*builtin);
+    std::fill(fitted.begin(), fitted.end(), false);
+  }
+  for (int32_t round = 0; round < (options.evaluate_only ? 0 : options.iterations); ++round) {
     if (round == 0 && options.routing_exponents.size() > 1) {
       // The routing exponent changes the expert reads of every step non-linearly, so it is not
       // rescaled in closed form: each candidate is simulated and fitted, the one whose fitted
@@ -650,14 +657,16 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     const auto sims = simulate_round(round, table);
     table = fit_levels(sims, table);
   }
-  table.set_source(fmt::format(
-      "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; {} "
-      "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
-      "points{}; Huber loss on log errors, delta {}; expert routing exponent {} (searched over {})",
-      std::count(fitted.begin(), fitted.end(), true),
-      options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
-      options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
-      fmt::join(options.routing_exponents, ", ")));
+  if (!options.evaluate_only)
+    table.set_source(fmt::format(
+        "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; "
+        "{} "
+        "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
+        "points{}; Huber loss on log errors, delta {}; expert routing exponent {} (searched over {})",
+        std::count(fitted.begin(), fitted.end(), true),
+        options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
+        options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
+        fmt::join(options.routing_exponents, ", ")));
 
   say("final: simulating every point with the fitted factors");
   const auto final_sims = simulate_all(points, table, options);
@@ -678,6 +687,71 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     report.residuals.push_back(r);
   }
   return report;
+}
+
+RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
+  RowJoin join;
+  auto catalog = Catalog::builtin();
+  auto canonical = [&](const std::string& hardware) -> std::string {
+    if (!catalog) return hardware;
+    auto spec = catalog->hardware(hardware);
+    return spec ? (*spec)->name : hardware;
+  };
+  auto same_side = [](const WorkerTopology& a, const WorkerTopology& b) {
+    return a.num_workers == b.num_workers && a.tp == b.tp && a.ep == b.ep && a.dp_attn == b.dp_attn;
+  };
+  std::vector<RowWorkload> parsed;
+  std::vector<std::string> parsed_hardware;
+  for (const auto& value : rows) {
+    if (!value.is_object()) {
+      ++join.rows_skipped;
+      continue;
+    }
+    auto row = parse_sweep_row(value.as_object(), EngineConfig{});
+    if (!row || !row->engine.disagg) {
+      ++join.rows_skipped;
+      continue;
+    }
+    ++join.rows_used;
+    parsed_hardware.push_back(canonical(row->engine.hardware));
+    parsed.push_back(std::move(*row));
+  }
+  for (auto& point : data.points) {
+    EngineConfig& c = point.engine;
+    if (!c.disagg) continue;
+    const std::string hardware = canonical(c.hardware);
+    std::optional<std::pair<int32_t, int32_t>> found;  // decode max batch, draft tokens
+    bool ambiguous = false;
+    for (size_t i = 0; i < parsed.size(); ++i) {
+      const RowWorkload& row = parsed[i];
+      const EngineConfig& r = row.engine;
+      if (parsed_hardware[i] != hardware || r.framework != c.framework || r.precision != c.precision ||
+          r.spec_decoding != c.spec_decoding || row.isl != point.isl || row.osl != point.osl ||
+          !same_side(r.prefill, c.prefill) || !same_side(r.decode, c.decode) ||
+          std::find(row.concurrencies.begin(), row.concurrencies.end(), point.conc) == row.concurrencies.end())
+        continue;
+      const std::pair<int32_t, int32_t> says{r.decode.max_num_seqs, r.num_spec_tokens};
+      if (found && *found != says) ambiguous = true;
+      found = says;
+    }
+    if (!found) continue;
+    ++join.points_matched;
+    if (ambiguous) {
+      ++join.points_ambiguous;
+      continue;
+    }
+    bool changed = false;
+    if (found->first > 0) {
+      c.decode.max_num_seqs = found->first;
+      changed = true;
+    }
+    if (found->second > 0 && c.spec_decoding != SpecDecoding::kNone) {
+      c.num_spec_tokens = found->second;
+      changed = true;
+    }
+    if (changed) ++join.points_changed;
+  }
+  return join;
 }
 
 std::string residual_table(const FitReport& report, bool held_out_only) {

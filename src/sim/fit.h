@@ -16,6 +16,7 @@
 // lowest and highest concurrency and judged on the concurrencies between them.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -54,6 +55,21 @@ struct CsvLoad {
 // boolean, an unknown hardware, precision, framework or spec-decoding method.
 Result<CsvLoad> load_measured_csv(const std::string& path);
 
+// What the measured CSV does not record but the deployment's sweep row does (`ixbench sweep
+// full-sweep` output): a disaggregated point takes the decode side's max batch per rank and the
+// MTP draft length that its row's recipe names (sim/sweep_row.h). A point matches a row of the
+// same hardware (catalog name), framework, precision, spec decoding, isl/osl and prefill/decode
+// workers × tp/ep/dp-attn whose concurrencies include the point's; when matching rows disagree
+// the point is left as it is (ambiguous).
+struct RowJoin {
+  int32_t rows_used = 0;     // rows that parse as simulator inputs
+  int32_t rows_skipped = 0;  // rows that do not (other models, agentic, ...)
+  int32_t points_matched = 0;
+  int32_t points_changed = 0;  // got a decode batch or draft length
+  int32_t points_ambiguous = 0;
+};
+RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows);
+
 struct FitOptions {
   int32_t iterations = 2;
   bool holdout = false;
@@ -76,6 +92,9 @@ struct FitOptions {
   std::vector<double> routing_exponents = {1.0, 0.7, 0.5, 0.4, 0.3};
   // Points simulated in parallel; 0 = one per hardware thread. Results do not depend on it.
   int32_t jobs = 0;
+  // No fitting: simulate every point with the built-in calibration (data/catalog/calibration.json)
+  // and report its residuals, e.g. to judge the shipped factors on one's own measurements.
+  bool evaluate_only = false;
 };
 
 struct PointResidual {

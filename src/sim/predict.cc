@@ -81,7 +81,11 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
   out["framework_family"] = framework_family_name(engine.family);
   if (c.disagg) {
     auto side = [](const WorkerTopology& t) {
-      return boost::json::object{{"num-worker", t.num_workers}, {"tp", t.tp}, {"ep", t.ep}, {"dp-attn", t.dp_attn}};
+      return boost::json::object{{"num-worker", t.num_workers},
+                                 {"tp", t.tp},
+                                 {"ep", t.ep},
+                                 {"dp-attn", t.dp_attn},
+                                 {"max_num_seqs", t.max_num_seqs}};
     };
     out["prefill"] = side(c.prefill);
     out["decode"] = side(c.decode);

@@ -70,6 +70,26 @@ std::optional<std::string> setting(const boost::json::object& side, std::string_
 
 }  // namespace
 
+RecipeNameHints recipe_name_hints(std::string_view config_file) {
+  RecipeNameHints hints;
+  std::string_view name = config_file.substr(config_file.find_last_of('/') + 1);
+  if (const size_t dot = name.rfind('.'); dot != std::string_view::npos) name = name.substr(0, dot);
+  auto number_after = [](std::string_view token, std::string_view prefix) -> int32_t {
+    if (!token.starts_with(prefix) || token.size() == prefix.size()) return -1;
+    int32_t value = 0;
+    auto [ptr, ec] = std::from_chars(token.data() + prefix.size(), token.data() + token.size(), value);
+    return ec == std::errc() && ptr == token.data() + token.size() ? value : -1;
+  };
+  while (!name.empty()) {
+    const size_t end = name.find_first_of("_-");
+    const std::string_view token = name.substr(0, end);
+    name = end == std::string_view::npos ? std::string_view() : name.substr(end + 1);
+    if (int32_t batch = number_after(token, "batch"); batch > 0) hints.decode_batch = batch;
+    if (int32_t mtp = number_after(token, "mtp"); mtp > 0) hints.mtp = mtp;
+  }
+  return hints;
+}
+
 Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base) {
   RowWorkload workload;
   EngineConfig& config = workload.engine;
@@ -141,6 +161,9 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     if (!prefill) return fail(prefill.error());
     auto decode = parse_side(decode_object, "decode");
     if (!decode) return fail(decode.error());
+    // Batch limits are not row fields: the caller's (--prefill/--decode-max-num-seqs) stay.
+    prefill->max_num_seqs = base.prefill.max_num_seqs;
+    decode->max_num_seqs = base.decode.max_num_seqs;
     if (prefill->num_workers > 0 && decode->num_workers > 0) {
       config.disagg = true;
       config.prefill = *prefill;
@@ -154,8 +177,16 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
       config.dp_attn = only.dp_attn;
       config.num_replicas = std::max(1, only.num_workers);
     }
+    bool mtp_size_given = false;
+    RecipeNameHints hints;
     for (const auto* side : {&decode_object, &prefill_object}) {
+      if (auto file = setting(*side, "CONFIG_FILE")) {
+        const RecipeNameHints named = recipe_name_hints(*file);
+        if (named.decode_batch > 0) hints.decode_batch = named.decode_batch;
+        if (named.mtp > 0) hints.mtp = named.mtp;
+      }
       if (auto mtp = setting(*side, "DECODE_MTP_SIZE")) {
+        mtp_size_given = true;
         int32_t value = 0;
         auto [ptr, ec] = std::from_chars(mtp->data(), mtp->data() + mtp->size(), value);
         if (ec == std::errc() && value > 0) config.num_spec_tokens = value;
@@ -168,6 +199,10 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
         }
       }
     }
+    if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
+      config.decode.max_num_seqs = hints.decode_batch;
+    if (!mtp_size_given && hints.mtp > 0 && config.spec_decoding == SpecDecoding::kMtp)
+      config.num_spec_tokens = hints.mtp;
   } else {
     auto tp = int_field(row, "tp", "row");
     if (!tp) return fail(tp.error());

@@ -5,11 +5,15 @@
 // workers (disaggregated when both sides have workers; a side with num-worker 0 means the other
 // side serves alone). spec-decoding mtp/draft_model; DECODE_MTP_SIZE=N and
 // SYNTHETIC_ACCEPTANCE_LENGTH=AL in additional-settings set the draft length and acceptance.
+// CONFIG_FILE=...: a recipe named by the srt-slurm TRT-LLM convention
+// (ctx1_gen3_tep16_batch1_eplb0_mtp3.yaml) gives the decode side's max batch per rank (batchN) and,
+// without DECODE_MTP_SIZE, the MTP draft length (mtpN).
 #pragma once
 
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -25,6 +29,14 @@ struct RowWorkload {
   std::vector<int32_t> concurrencies;
   std::string scenario_type;  // the row's "scenario-type" (agentic-coding rows have no isl/osl); "" if none
 };
+
+// What a recipe's file name says (0 = not named): `batchN` and `mtpN` tokens of the base name,
+// split at '_' and '-'.
+struct RecipeNameHints {
+  int32_t decode_batch = 0;
+  int32_t mtp = 0;
+};
+RecipeNameHints recipe_name_hints(std::string_view config_file);
 
 // `base` supplies everything the row does not say (scheduler limits, seed, catalog dir).
 Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base);

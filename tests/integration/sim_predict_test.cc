@@ -339,5 +339,128 @@ TEST(SimCalibrate, FitsASmallMeasuredFile) {
   EXPECT_NE(bad_jobs.err.find("--jobs"), std::string::npos) << bad_jobs.err;
 }
 
+TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
+  const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
+  // H100 Dynamo TRT-LLM 8k/1k at conc 6 on 3 decode workers whose recipe allows one request each
+  // (ctx1_gen3_tep16_batch1): half the requests wait a whole generation for a slot, and the
+  // measured median TTFT is 14.4 s.
+  const std::string subset = ::testing::TempDir() + "/ix_sim_rows.csv";
+  write_csv_subset(csv, subset, [](const std::string& line) {
+    return line.rfind("h100,", 0) == 0 && line.find(",dynamo-trt,none,") != std::string::npos &&
+           line.find(",8192,1024,6,") != std::string::npos;
+  });
+  const std::string rows_path = ::testing::TempDir() + "/ix_sim_rows.json";
+  std::ofstream(rows_path) << R"([{"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+      "framework": "dynamo-trt", "runner": "h100-multinode", "isl": 8192, "osl": 1024, "spec-decoding": "none",
+      "prefill": {"num-worker": 1, "tp": 16, "ep": 16, "dp-attn": true, "additional-settings":
+                  ["CONFIG_FILE=recipes/trtllm/h100-fp8/8k1k/stp/ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml"]},
+      "decode": {"num-worker": 3, "tp": 16, "ep": 16, "dp-attn": false}, "conc": [6]},
+      {"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+       "framework": "sglang", "runner": "h200", "isl": 1024, "osl": 1024, "tp": 8, "conc": [4]}])";
+  auto predicted_ttft = [&](const std::vector<std::string>& extra) {
+    const std::string residuals = ::testing::TempDir() + "/ix_sim_rows_residuals.csv";
+    std::vector<std::string> args{"sim", "calibrate", "--csv", subset, "--evaluate", "--residuals-csv", residuals};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = run_ixbench(args, "", 300);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    std::ifstream in(residuals);
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);
+    std::vector<std::string> fields;
+    for (size_t start = 0;;) {
+      const size_t comma = line.find(',', start);
+      fields.push_back(line.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    EXPECT_EQ(fields.size(), 13u) << line;
+    return std::make_pair(fields.size() == 13 ? std::stod(fields[8]) : 0.0, result.err);
+  };
+  const auto [with_rows, log] = predicted_ttft({"--sweep-rows", rows_path});
+  EXPECT_NE(log.find("1 disaggregated rows (1 others skipped); 1 points matched a row, 1 took its decode batch"),
+            std::string::npos)
+      << log;
+  const auto [without_rows, unused] = predicted_ttft({"--quiet"});
+  // The built-in factors, nothing fitted: the decode batch alone turns ~1-3 s into a generation.
+  EXPECT_GT(with_rows, 8.0) << "a whole generation of waiting";
+  EXPECT_GT(with_rows, 2.5 * without_rows);
+  auto evaluate_and_out = run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--out", "/tmp/x.json"});
+  EXPECT_EQ(evaluate_and_out.exit_code, 1);
+  EXPECT_NE(evaluate_and_out.err.find("--evaluate fits nothing"), std::string::npos) << evaluate_and_out.err;
+
+  // A file that is not a list of rows is refused.
+  const std::string bad = ::testing::TempDir() + "/ix_sim_rows_bad.json";
+  std::ofstream(bad) << R"({"rows": []})";
+  auto refused = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", bad, "--quiet"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("expected a JSON array of sweep rows"), std::string::npos) << refused.err;
+  auto missing = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", "/nonexistent/rows.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/rows.json"), std::string::npos) << missing.err;
+}
+
+TEST(SimPredict, DecodeBatchFlagsNeedDisaggregation) {
+  auto result = run_ixbench({"sim", "predict", "--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--isl",
+                             "1024", "--osl", "128", "--conc", "4", "--decode-max-num-seqs", "4"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("--decode-max-num-seqs apply to disaggregation"), std::string::npos) << result.err;
+  auto negative = run_ixbench({"sim",
+                               "predict",
+                               "--model",
+                               "deepseek-r1",
+                               "--hardware",
+                               "h200",
+                               "--prefill-workers",
+                               "1",
+                               "--prefill-tp",
+                               "8",
+                               "--decode-workers",
+                               "1",
+                               "--decode-tp",
+                               "8",
+                               "--isl",
+                               "1024",
+                               "--osl",
+                               "128",
+                               "--conc",
+                               "4",
+                               "--decode-max-num-seqs",
+                               "-2"});
+  EXPECT_EQ(negative.exit_code, 1);
+  EXPECT_NE(negative.err.find("--decode-max-num-seqs must be >= 1"), std::string::npos) << negative.err;
+  // With a cap of 2 on one decode engine, 4 concurrent requests queue for slots: TTFT rises.
+  auto ttft = [](const std::string& cap) {
+    auto run = run_ixbench({"sim",
+                            "predict",
+                            "--model",
+                            "deepseek-r1",
+                            "--hardware",
+                            "h200",
+                            "--prefill-workers",
+                            "1",
+                            "--prefill-tp",
+                            "8",
+                            "--decode-workers",
+                            "1",
+                            "--decode-tp",
+                            "8",
+                            "--isl",
+                            "1024",
+                            "--osl",
+                            "256",
+                            "--conc",
+                            "4",
+                            "--decode-max-num-seqs",
+                            cap});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const auto out = parse_object(run.out);
+    if (!out.contains("results") || out.at("results").as_array().empty()) return 0.0;
+    return out.at("results").as_array()[0].as_object().at("median_ttft_ms").to_number<double>();
+  };
+  EXPECT_GT(ttft("2"), 3 * ttft("0"));
+}
+
 }  // namespace
 }  // namespace ix::testing

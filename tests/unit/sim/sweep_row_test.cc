@@ -156,5 +156,53 @@ TEST(EngineConfig, ValidationNamesTheFlag) {
   EXPECT_EQ(*framework_family("mori-sglang"), FrameworkFamily::kSglang);
 }
 
+TEST(SweepRow, RecipeNamesGiveTheDecodeBatchAndTheDraftLength) {
+  // srt-slurm's TRT-LLM recipe names: ctx{P}_gen{D}_{tp|tep|dep}{N}_batch{B}_eplb{E}_mtp{M}[_{conc}].
+  auto hints = recipe_name_hints("recipes/trtllm/h100-fp8/8k1k/stp/ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml");
+  EXPECT_EQ(hints.decode_batch, 1);
+  EXPECT_EQ(hints.mtp, 0);
+  hints = recipe_name_hints("recipes/trtllm/gb300-fp8/1k1k/mtp/ctx3_gen2_dep8_batch512_eplb0_mtp1_8192.yaml");
+  EXPECT_EQ(hints.decode_batch, 512);
+  EXPECT_EQ(hints.mtp, 1);
+  hints = recipe_name_hints("recipes/trtllm/dsv4/ctx1dep4_gen4tep8_batch16_eplb0_mtp3.yaml");
+  EXPECT_EQ(hints.decode_batch, 16);
+  EXPECT_EQ(hints.mtp, 3);
+  // Names without those tokens (SGLang recipes), and look-alikes, say nothing.
+  hints = recipe_name_hints("recipes/gb200-fp8/8k1k/mid-curve.yaml");
+  EXPECT_EQ(hints.decode_batch, 0);
+  EXPECT_EQ(hints.mtp, 0);
+  hints = recipe_name_hints("recipes/batch8/x_batchsize4_mtpx_batch.yaml");
+  EXPECT_EQ(hints.decode_batch, 0);
+  EXPECT_EQ(hints.mtp, 0);
+}
+
+std::string trt_row(const std::string& decode_settings) {
+  return R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+      "framework": "dynamo-trt", "runner": "gb300-multinode", "isl": 1024, "osl": 1024, "spec-decoding": "mtp",
+      "prefill": {"num-worker": 1, "tp": 4, "ep": 4, "dp-attn": true, "additional-settings":
+                  ["CONFIG_FILE=recipes/trtllm/gb300-fp8/1k1k/mtp/ctx1_gen4_tep8_batch4_eplb0_mtp3_24.yaml"]},
+      "decode": {"num-worker": 4, "tp": 8, "ep": 8, "dp-attn": false, "additional-settings": [)" +
+         decode_settings + R"(]}, "conc": [24]})";
+}
+
+TEST(SweepRow, ConfigFileSetsTheDecodeBatchAndDraftLengthUnlessGiven) {
+  auto row = parse_sweep_row_text(trt_row(""), EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.decode.max_num_seqs, 4);
+  EXPECT_EQ(row->engine.prefill.max_num_seqs, 0);
+  EXPECT_EQ(row->engine.num_spec_tokens, 3);
+  // DECODE_MTP_SIZE is explicit and wins over the name.
+  row = parse_sweep_row_text(trt_row(R"("DECODE_MTP_SIZE=2")"), EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.num_spec_tokens, 2);
+  EXPECT_EQ(row->engine.decode.max_num_seqs, 4);
+  // An explicit decode batch in the base configuration (--decode-max-num-seqs) wins too.
+  EngineConfig base;
+  base.decode.max_num_seqs = 64;
+  row = parse_sweep_row_text(trt_row(""), base);
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.decode.max_num_seqs, 64);
+}
+
 }  // namespace
 }  // namespace ix::sim
