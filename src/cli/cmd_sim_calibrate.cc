@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "common/json_io.h"
@@ -36,6 +37,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (flags.evaluate && (flags.holdout || !flags.out.empty()))
     return report_error(Error(ErrorCode::kInvalidArgument,
                               "--evaluate fits nothing: drop --holdout and --out (or drop --evaluate to fit)"));
+  std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
     auto rows = json::read_file(flags.sweep_rows);
     if (!rows) return report_error(rows.error());
@@ -44,13 +46,13 @@ int run_calibrate(const CalibrateFlags& flags) {
           Error(ErrorCode::kParse, fmt::format("{}: expected a JSON array of sweep rows (the output of `ixbench sweep "
                                                "full-sweep`)",
                                                flags.sweep_rows)));
-    const sim::RowJoin join = sim::join_sweep_rows(*data, rows->as_array());
+    join = sim::join_sweep_rows(*data, rows->as_array());
     if (!flags.quiet)
       std::cerr << fmt::format(
           "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its decode "
           "batch / MTP draft length, {} ambiguous (rows disagree; left as measured)\n",
-          flags.sweep_rows, join.rows_used, join.rows_skipped, join.points_matched, join.points_changed,
-          join.points_ambiguous);
+          flags.sweep_rows, join->rows_used, join->rows_skipped, join->points_matched, join->points_changed,
+          join->points_ambiguous);
   }
   sim::FitOptions options;
   options.holdout = flags.holdout;
@@ -64,6 +66,11 @@ int run_calibrate(const CalibrateFlags& flags) {
     if (!flags.quiet) std::cerr << "calibrate: " << line << "\n";
   });
   if (!report) return report_error(report.error());
+  if (join)
+    report->table.set_source(
+        fmt::format("{}; {} disaggregated points took the decode batch / MTP draft length of "
+                    "their sweep row (--sweep-rows)",
+                    report->table.source(), join->points_changed));
   if (!flags.out.empty()) {
     if (auto ok = json::write_file(flags.out, report->table.to_json()); !ok) return report_error(ok.error());
   }

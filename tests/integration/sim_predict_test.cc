@@ -1,4 +1,5 @@
 // `ixbench sim predict` and `ixbench sim calibrate` through the real binary.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -406,54 +407,25 @@ TEST(SimPredict, DecodeBatchFlagsNeedDisaggregation) {
                              "1024", "--osl", "128", "--conc", "4", "--decode-max-num-seqs", "4"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("--decode-max-num-seqs apply to disaggregation"), std::string::npos) << result.err;
-  auto negative = run_ixbench({"sim",
-                               "predict",
-                               "--model",
-                               "deepseek-r1",
-                               "--hardware",
-                               "h200",
-                               "--prefill-workers",
-                               "1",
-                               "--prefill-tp",
-                               "8",
-                               "--decode-workers",
-                               "1",
-                               "--decode-tp",
-                               "8",
-                               "--isl",
-                               "1024",
-                               "--osl",
-                               "128",
-                               "--conc",
-                               "4",
-                               "--decode-max-num-seqs",
-                               "-2"});
+  // One prefill and one decode engine of 8 GPUs, 4 concurrent requests, the given decode cap.
+  auto disaggregated = [](const std::string& cap) {
+    std::vector<std::string> args{
+        "sim", "predict", "--model", "deepseek-r1",           "--hardware", "h200", "--isl", "1024", "--osl",
+        "256", "--conc",  "4",       "--decode-max-num-seqs", cap};
+    for (const char* side : {"prefill", "decode"}) {
+      args.push_back(fmt::format("--{}-workers", side));
+      args.push_back("1");
+      args.push_back(fmt::format("--{}-tp", side));
+      args.push_back("8");
+    }
+    return run_ixbench(args);
+  };
+  auto negative = disaggregated("-2");
   EXPECT_EQ(negative.exit_code, 1);
   EXPECT_NE(negative.err.find("--decode-max-num-seqs must be >= 1"), std::string::npos) << negative.err;
-  // With a cap of 2 on one decode engine, 4 concurrent requests queue for slots: TTFT rises.
-  auto ttft = [](const std::string& cap) {
-    auto run = run_ixbench({"sim",
-                            "predict",
-                            "--model",
-                            "deepseek-r1",
-                            "--hardware",
-                            "h200",
-                            "--prefill-workers",
-                            "1",
-                            "--prefill-tp",
-                            "8",
-                            "--decode-workers",
-                            "1",
-                            "--decode-tp",
-                            "8",
-                            "--isl",
-                            "1024",
-                            "--osl",
-                            "256",
-                            "--conc",
-                            "4",
-                            "--decode-max-num-seqs",
-                            cap});
+  // With a cap of 2, 4 concurrent requests queue for decode slots: TTFT rises.
+  auto ttft = [&](const std::string& cap) {
+    auto run = disaggregated(cap);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     const auto out = parse_object(run.out);
     if (!out.contains("results") || out.at("results").as_array().empty()) return 0.0;

@@ -189,69 +189,66 @@ TEST(EngineCore, DisaggregatedPrefillShipsKvBeforeDecode) {
   EXPECT_GE(log.first_token_ns(*id) - agg_log.first_token_ns(*agg_id), transfer_ns / 2);
 }
 
+// One prefill and one decode engine of Llama-70B TP2 whose decode side takes `decode_cap`
+// requests per rank (0 = max_num_seqs), with two requests of `output` tokens submitted at t=0.
+struct TwoOnCappedDecode {
+  std::unique_ptr<EngineCore> core;
+  uint64_t a = 0, b = 0;
+  TwoOnCappedDecode(int32_t decode_cap, int32_t output) {
+    auto config = llama_on_h200();
+    config.disagg = true;
+    config.prefill = WorkerTopology{1, 2, 1, false};
+    config.decode = WorkerTopology{1, 2, 1, false, decode_cap};
+    core = make_core(config);
+    if (!core) return;
+    a = core->submit(request_with_tokens(tokens_from(0, 512), output)).value_or(0);
+    b = core->submit(request_with_tokens(tokens_from(10000, 512), output)).value_or(0);
+  }
+};
+
 TEST(EngineCore, FullDecodeSideHoldsTheFirstTokenUntilASlotFrees) {
   // TRT-LLM disaggregated recipes cap the decode batch (max_batch_size per rank) and InferenceX
   // runs them above it (e.g. 3 decode workers x batch 1 at conc 6): the measured TTFT is then a
   // whole generation, because the client sees the first token only once a decode slot frees.
-  auto config = llama_on_h200();
-  config.disagg = true;
-  config.prefill = WorkerTopology{1, 2, 1, false};
-  config.decode = WorkerTopology{1, 2, 1, false, 1};
-  auto core = make_core(config);
-  ASSERT_TRUE(core);
+  TwoOnCappedDecode capped(1, 50);
+  ASSERT_TRUE(capped.core && capped.a && capped.b);
   EventLog log;
-  auto a = core->submit(request_with_tokens(tokens_from(0, 512), 50));
-  auto b = core->submit(request_with_tokens(tokens_from(10000, 512), 50));
-  ASSERT_TRUE(a && b);
-  int64_t max_running = 0;
-  while (core->next_event_ns() != kNever) {
-    core->run_until(core->next_event_ns(), log.sink());
-    max_running = std::max(max_running, core->metrics().num_requests_running);
-  }
-  EXPECT_EQ(log.total_tokens(*a), 50);
-  EXPECT_EQ(log.total_tokens(*b), 50);
-  const uint64_t first = log.first_token_ns(*a) <= log.first_token_ns(*b) ? *a : *b;
-  const uint64_t second = first == *a ? *b : *a;
+  capped.core->run_until(kNever, log.sink());
+  EXPECT_EQ(log.total_tokens(capped.a), 50);
+  EXPECT_EQ(log.total_tokens(capped.b), 50);
+  const uint64_t first = log.first_token_ns(capped.a) <= log.first_token_ns(capped.b) ? capped.a : capped.b;
+  const uint64_t second = first == capped.a ? capped.b : capped.a;
   // The second request's first token comes no earlier than the first request's last one.
   EXPECT_GE(log.first_token_ns(second), log.last_ns(first));
   EXPECT_EQ(log.by_request.at(second).front().total_output_tokens, 1);
 
   // Without the cap (the engine's max_num_seqs) both first tokens come right after prefill.
-  config.decode.max_num_seqs = 0;
-  auto uncapped = make_core(config);
-  ASSERT_TRUE(uncapped);
+  TwoOnCappedDecode uncapped(0, 50);
+  ASSERT_TRUE(uncapped.core);
   EventLog free_log;
-  auto c = uncapped->submit(request_with_tokens(tokens_from(0, 512), 50));
-  auto d = uncapped->submit(request_with_tokens(tokens_from(10000, 512), 50));
-  uncapped->run_until(kNever, free_log.sink());
-  EXPECT_LT(std::max(free_log.first_token_ns(*c), free_log.first_token_ns(*d)),
-            std::min(free_log.last_ns(*c), free_log.last_ns(*d)));
+  uncapped.core->run_until(kNever, free_log.sink());
+  EXPECT_LT(std::max(free_log.first_token_ns(uncapped.a), free_log.first_token_ns(uncapped.b)),
+            std::min(free_log.last_ns(uncapped.a), free_log.last_ns(uncapped.b)));
 }
 
 TEST(EngineCore, HeldFirstTokenRequestCanBeCancelled) {
-  auto config = llama_on_h200();
-  config.disagg = true;
-  config.prefill = WorkerTopology{1, 2, 1, false};
-  config.decode = WorkerTopology{1, 2, 1, false, 1};
-  auto core = make_core(config);
-  ASSERT_TRUE(core);
+  TwoOnCappedDecode capped(1, 200);
+  ASSERT_TRUE(capped.core && capped.a && capped.b);
+  EngineCore& core = *capped.core;
   EventLog log;
-  auto a = core->submit(request_with_tokens(tokens_from(0, 256), 200));
-  auto b = core->submit(request_with_tokens(tokens_from(10000, 256), 200));
-  ASSERT_TRUE(a && b);
-  // Run until one request streams and the other's KV has arrived (held: no event yet).
-  while (core->next_event_ns() != kNever && log.by_request.size() < 1)
-    core->run_until(core->next_event_ns(), log.sink());
+  // Run until one request streams; the other's KV arrives soon after and it is held (no event).
+  while (core.next_event_ns() != kNever && log.by_request.empty()) core.run_until(core.next_event_ns(), log.sink());
   ASSERT_EQ(log.by_request.size(), 1u);
   const uint64_t streaming = log.by_request.begin()->first;
-  const uint64_t held = streaming == *a ? *b : *a;
-  core->run_until(log.first_token_ns(streaming) + 200'000'000, log.sink());
+  const uint64_t held = streaming == capped.a ? capped.b : capped.a;
+  core.run_until(log.first_token_ns(streaming) + 200'000'000, log.sink());
   EXPECT_FALSE(log.by_request.contains(held));
-  core->cancel(held);
-  core->run_until(kNever, log.sink());
+  EXPECT_EQ(core.metrics().num_requests_waiting, 1);
+  core.cancel(held);
+  core.run_until(kNever, log.sink());
   EXPECT_FALSE(log.by_request.contains(held));
   EXPECT_EQ(log.total_tokens(streaming), 200);
-  EXPECT_EQ(core->metrics().num_requests_waiting, 0);
+  EXPECT_EQ(core.metrics().num_requests_waiting, 0);
 }
 
 TEST(EngineCore, DataParallelRanksHaveTheirOwnKvAndSessionsStick) {

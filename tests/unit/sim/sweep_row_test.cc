@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "sim/engine_core.h"
 
@@ -158,22 +159,19 @@ TEST(EngineConfig, ValidationNamesTheFlag) {
 
 TEST(SweepRow, RecipeNamesGiveTheDecodeBatchAndTheDraftLength) {
   // srt-slurm's TRT-LLM recipe names: ctx{P}_gen{D}_{tp|tep|dep}{N}_batch{B}_eplb{E}_mtp{M}[_{conc}].
-  auto hints = recipe_name_hints("recipes/trtllm/h100-fp8/8k1k/stp/ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml");
-  EXPECT_EQ(hints.decode_batch, 1);
-  EXPECT_EQ(hints.mtp, 0);
-  hints = recipe_name_hints("recipes/trtllm/gb300-fp8/1k1k/mtp/ctx3_gen2_dep8_batch512_eplb0_mtp1_8192.yaml");
-  EXPECT_EQ(hints.decode_batch, 512);
-  EXPECT_EQ(hints.mtp, 1);
-  hints = recipe_name_hints("recipes/trtllm/dsv4/ctx1dep4_gen4tep8_batch16_eplb0_mtp3.yaml");
-  EXPECT_EQ(hints.decode_batch, 16);
-  EXPECT_EQ(hints.mtp, 3);
-  // Names without those tokens (SGLang recipes), and look-alikes, say nothing.
-  hints = recipe_name_hints("recipes/gb200-fp8/8k1k/mid-curve.yaml");
-  EXPECT_EQ(hints.decode_batch, 0);
-  EXPECT_EQ(hints.mtp, 0);
-  hints = recipe_name_hints("recipes/batch8/x_batchsize4_mtpx_batch.yaml");
-  EXPECT_EQ(hints.decode_batch, 0);
-  EXPECT_EQ(hints.mtp, 0);
+  // Names without those tokens (SGLang recipes), and look-alikes, say nothing (0).
+  const std::vector<std::tuple<std::string, int32_t, int32_t>> cases = {
+      {"recipes/trtllm/h100-fp8/8k1k/stp/ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml", 1, 0},
+      {"recipes/trtllm/gb300-fp8/1k1k/mtp/ctx3_gen2_dep8_batch512_eplb0_mtp1_8192.yaml", 512, 1},
+      {"recipes/trtllm/dsv4/ctx1dep4_gen4tep8_batch16_eplb0_mtp3.yaml", 16, 3},
+      {"recipes/gb200-fp8/8k1k/mid-curve.yaml", 0, 0},
+      {"recipes/batch8/x_batchsize4_mtpx_batch.yaml", 0, 0},
+  };
+  for (const auto& [name, batch, mtp] : cases) {
+    const auto hints = recipe_name_hints(name);
+    EXPECT_EQ(hints.decode_batch, batch) << name;
+    EXPECT_EQ(hints.mtp, mtp) << name;
+  }
 }
 
 std::string trt_row(const std::string& decode_settings) {
