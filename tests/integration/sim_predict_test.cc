@@ -359,7 +359,12 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
       "decode": {"num-worker": 3, "tp": 16, "ep": 16, "dp-attn": false}, "conc": [6]},
       {"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
        "framework": "sglang", "runner": "h200", "isl": 1024, "osl": 1024, "tp": 8, "conc": [4]}])";
-  auto predicted_ttft = [&](const std::vector<std::string>& extra) {
+  // Predicted TTFT and TPOT (seconds) of the point with the built-in factors, nothing fitted.
+  struct Predicted {
+    double ttft_s = 0, tpot_s = 0;
+    std::string log;
+  };
+  auto evaluate = [&](const std::vector<std::string>& extra) {
     const std::string residuals = ::testing::TempDir() + "/ix_sim_rows_residuals.csv";
     std::vector<std::string> args{"sim", "calibrate", "--csv", subset, "--evaluate", "--residuals-csv", residuals};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -377,16 +382,19 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
       start = comma + 1;
     }
     EXPECT_EQ(fields.size(), 13u) << line;
-    return std::make_pair(fields.size() == 13 ? std::stod(fields[8]) : 0.0, result.err);
+    if (fields.size() != 13) return Predicted{};
+    return Predicted{std::stod(fields[8]), std::stod(fields[10]), result.err};
   };
-  const auto [with_rows, log] = predicted_ttft({"--sweep-rows", rows_path});
-  EXPECT_NE(log.find("1 disaggregated rows (1 others skipped); 1 points matched a row, 1 took its decode batch"),
-            std::string::npos)
-      << log;
-  const auto [without_rows, unused] = predicted_ttft({"--quiet"});
-  // The built-in factors, nothing fitted: the decode batch alone turns ~1-3 s into a generation.
-  EXPECT_GT(with_rows, 8.0) << "a whole generation of waiting";
-  EXPECT_GT(with_rows, 2.5 * without_rows);
+  const Predicted with_rows = evaluate({"--sweep-rows", rows_path});
+  EXPECT_NE(
+      with_rows.log.find("1 disaggregated rows (1 others skipped); 1 points matched a row, 1 took its decode batch"),
+      std::string::npos)
+      << with_rows.log;
+  const Predicted without_rows = evaluate({"--quiet"});
+  // Half the requests wait for a slot: a generation of ~0.9 x 1024 tokens at the predicted TPOT.
+  const double generation_s = 0.9 * 1024 * with_rows.tpot_s;
+  EXPECT_GT(with_rows.ttft_s, 0.7 * generation_s) << "a whole generation of waiting";
+  EXPECT_GT(with_rows.ttft_s, 1.5 * without_rows.ttft_s);
   auto evaluate_and_out = run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--out", "/tmp/x.json"});
   EXPECT_EQ(evaluate_and_out.exit_code, 1);
   EXPECT_NE(evaluate_and_out.err.find("--evaluate fits nothing"), std::string::npos) << evaluate_and_out.err;
