@@ -49,20 +49,30 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();
   app.add_option("--catalog-dir", c.catalog_dir,
                  "directory with hardware.json, models.json, calibration.json (default: built-in data/catalog)");
-  app.add_option("--prefill-workers", flags.prefill_workers, "disaggregation: prefill engines (with --decode-workers)");
-  app.add_option("--prefill-tp", c.prefill.tp, "disaggregation: prefill engine tp")->capture_default_str();
-  app.add_option("--prefill-ep", c.prefill.ep, "disaggregation: prefill engine ep")->capture_default_str();
-  app.add_flag("--prefill-dp-attn", c.prefill.dp_attn, "disaggregation: prefill engines use dp attention");
-  app.add_option("--prefill-max-num-seqs", c.prefill.max_num_seqs,
-                 "disaggregation: running requests per prefill rank (0 = --max-num-seqs)")
-      ->capture_default_str();
-  app.add_option("--decode-workers", flags.decode_workers, "disaggregation: decode engines (with --prefill-workers)");
-  app.add_option("--decode-tp", c.decode.tp, "disaggregation: decode engine tp")->capture_default_str();
-  app.add_option("--decode-ep", c.decode.ep, "disaggregation: decode engine ep")->capture_default_str();
-  app.add_flag("--decode-dp-attn", c.decode.dp_attn, "disaggregation: decode engines use dp attention");
-  app.add_option("--decode-max-num-seqs", c.decode.max_num_seqs,
-                 "disaggregation: running requests per decode rank, TRT-LLM's max_batch_size (0 = --max-num-seqs)")
-      ->capture_default_str();
+  // The two sides of a disaggregated deployment take the same flags, --prefill-* and --decode-*.
+  struct Side {
+    const char* name;
+    const char* other;
+    int32_t& workers;
+    sim::WorkerTopology& topology;
+  };
+  for (const Side& side : {Side{"prefill", "decode", flags.prefill_workers, c.prefill},
+                           Side{"decode", "prefill", flags.decode_workers, c.decode}}) {
+    const std::string flag = fmt::format("--{}-", side.name);
+    app.add_option(flag + "workers", side.workers,
+                   fmt::format("disaggregation: {} engines (with --{}-workers)", side.name, side.other));
+    app.add_option(flag + "tp", side.topology.tp, fmt::format("disaggregation: {} engine tp", side.name))
+        ->capture_default_str();
+    app.add_option(flag + "ep", side.topology.ep, fmt::format("disaggregation: {} engine ep", side.name))
+        ->capture_default_str();
+    app.add_flag(flag + "dp-attn", side.topology.dp_attn,
+                 fmt::format("disaggregation: {} engines use dp attention", side.name));
+    app.add_option(flag + "max-num-seqs", side.topology.max_num_seqs,
+                   fmt::format("disaggregation: running requests per {} rank, TRT-LLM's max_batch_size (0 = "
+                               "--max-num-seqs)",
+                               side.name))
+        ->capture_default_str();
+  }
 }
 
 Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
