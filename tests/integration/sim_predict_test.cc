@@ -61,6 +61,33 @@ TEST(SimPredict, AcceptsASweepRowAndPrintsATable) {
   EXPECT_NE(result.out.find("\n     4 "), std::string::npos) << result.out;
 }
 
+TEST(SimPredict, TrtRecipeRowQueuesForItsDecodeSlots) {
+  // nvidia-master's H100 Dynamo TRT-LLM 8k/1k row: 3 decode workers x batch 1 at conc 6.
+  auto row = [](const std::string& recipe) {
+    return R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+        "framework": "dynamo-trt", "runner": "h100-multinode", "isl": 8192, "osl": 1024, "spec-decoding": "none",
+        "prefill": {"num-worker": 1, "tp": 16, "ep": 16, "dp-attn": true,
+                    "additional-settings": ["CONFIG_FILE=recipes/trtllm/h100-fp8/8k1k/stp/)" +
+           recipe + R"("]}, "decode": {"num-worker": 3, "tp": 16, "ep": 16, "dp-attn": false}, "conc": [6]})";
+  };
+  auto predict = [&](const std::string& recipe) {
+    auto result = run_ixbench({"sim", "predict", "--row", row(recipe)});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const auto out = parse_object(result.out);
+    EXPECT_TRUE(out.contains("engine") && out.contains("results")) << result.out.substr(0, 300);
+    if (!out.contains("results")) return std::make_pair(0.0, 0.0);
+    EXPECT_EQ(out.at("engine").at("decode").at("max_num_seqs").as_int64(),
+              recipe.find("batch1_") != std::string::npos ? 1 : 0);
+    const auto& r = out.at("results").as_array()[0].as_object();
+    return std::make_pair(r.at("median_ttft_ms").to_number<double>(), r.at("median_tpot_ms").to_number<double>());
+  };
+  const auto [capped_ttft, capped_tpot] = predict("ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml");
+  const auto [free_ttft, free_tpot] = predict("h100-fp8-1p3d.yaml");
+  // Half the requests wait a generation (~0.9 x 1024 tokens) for a slot; 14.4 s was measured.
+  EXPECT_GT(capped_ttft, 0.7 * 0.9 * 1024 * capped_tpot);
+  EXPECT_LT(free_ttft, 0.5 * 0.9 * 1024 * free_tpot);
+}
+
 TEST(SimPredict, SameSeedIsByteIdenticalApartFromTheDate) {
   std::vector<std::string> args = {"sim",   "predict", "--hardware",      "b200", "--precision", "fp4",
                                    "--tp",  "4",       "--spec-decoding", "mtp",  "--isl",       "1024",
