@@ -47,6 +47,11 @@ int run_calibrate(const CalibrateFlags& flags) {
                                                "full-sweep`)",
                                                flags.sweep_rows)));
     join = sim::join_sweep_rows(*data, rows->as_array());
+    if (join->rows_used == 0)
+      return report_error(Error(ErrorCode::kInvalidArgument,
+                                fmt::format("{}: none of its {} rows is a disaggregated deployment the simulator can "
+                                            "read; give the output of `ixbench sweep full-sweep ... --multi-node`",
+                                            flags.sweep_rows, join->rows_skipped)));
     if (!flags.quiet)
       std::cerr << fmt::format(
           "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its decode "

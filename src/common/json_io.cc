@@ -110,6 +110,9 @@ Result<boost::json::value> parse(std::string_view text, std::string_view source_
 }
 
 Result<boost::json::value> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; expected a JSON file", path.string()));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return fail(ErrorCode::kNotFound,

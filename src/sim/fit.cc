@@ -668,7 +668,8 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
         options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
         fmt::join(options.routing_exponents, ", ")));
 
-  say("final: simulating every point with the fitted factors");
+  say(options.evaluate_only ? "simulating every point with the built-in factors"
+                            : "final: simulating every point with the fitted factors");
   const auto final_sims = simulate_all(points, table, options);
   FitReport report;
   report.table = std::move(table);

@@ -432,6 +432,15 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
   auto refused = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", bad, "--quiet"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("expected a JSON array of sweep rows"), std::string::npos) << refused.err;
+  const std::string single_node = ::testing::TempDir() + "/ix_sim_rows_single.json";
+  std::ofstream(single_node) << R"([{"model": "deepseek-r1", "precision": "fp8", "framework": "sglang",
+      "runner": "h200", "isl": 1024, "osl": 1024, "tp": 8, "conc": [4]}])";
+  auto useless = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", single_node, "--evaluate"});
+  EXPECT_EQ(useless.exit_code, 1);
+  EXPECT_NE(useless.err.find("none of its 1 rows is a disaggregated deployment"), std::string::npos) << useless.err;
+  auto directory = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", ::testing::TempDir()});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
   auto missing = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", "/nonexistent/rows.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/nonexistent/rows.json"), std::string::npos) << missing.err;
