@@ -114,8 +114,15 @@ Result<CalibrationTable> CalibrationTable::parse(const std::string& text, const 
       group.precision = *precision;
       if (auto spec = json::get_string(group_object, "spec")) group.spec = *spec;
       if (auto rows = json::get_int(group_object, "fit_rows")) group.fit_rows = static_cast<int32_t>(*rows);
+      if (group_object.contains("single_node_rows")) {
+        auto rows = json::get_int(group_object, "single_node_rows");
+        if (!rows || *rows < 0 || *rows > group.fit_rows)
+          return fail(ErrorCode::kParse,
+                      fmt::format("{}: {}: 'single_node_rows' must be an integer in [0, fit_rows]", origin, where));
+        group.single_node_rows = static_cast<int32_t>(*rows);
+      }
       auto efficiency = read_efficiency(group_object, table.defaults_, origin, where,
-                                        {"hardware", "framework", "precision", "spec", "fit_rows"});
+                                        {"hardware", "framework", "precision", "spec", "fit_rows", "single_node_rows"});
       if (!efficiency) return fail(efficiency.error());
       group.efficiency = *efficiency;
       table.groups_.push_back(std::move(group));
@@ -130,6 +137,19 @@ Result<CalibrationTable> CalibrationTable::builtin() {
 
 Efficiency CalibrationTable::lookup(const std::string& hardware, const std::string& framework,
                                     const std::string& precision, const std::string& spec, std::string* used) const {
+  const CalibrationGroup* group = find(hardware, framework, precision, spec);
+  if (!group) {
+    if (used) *used = "defaults (no calibration group for this hardware)";
+    return defaults_;
+  }
+  if (used)
+    *used = fmt::format("{}/{}/{}/{} ({} fitted rows)", group->hardware, group->framework, group->precision,
+                        group->spec, group->fit_rows);
+  return group->efficiency;
+}
+
+const CalibrationGroup* CalibrationTable::find(const std::string& hardware, const std::string& framework,
+                                               const std::string& precision, const std::string& spec) const {
   struct Key {
     std::string framework, precision, spec;
   };
@@ -142,16 +162,11 @@ Efficiency CalibrationTable::lookup(const std::string& hardware, const std::stri
   for (const auto& key : order) {
     for (const auto& group : groups_) {
       if (group.hardware == hardware && group.framework == key.framework && group.precision == key.precision &&
-          group.spec == key.spec) {
-        if (used)
-          *used = fmt::format("{}/{}/{}/{} ({} fitted rows)", group.hardware, group.framework, group.precision,
-                              group.spec, group.fit_rows);
-        return group.efficiency;
-      }
+          group.spec == key.spec)
+        return &group;
     }
   }
-  if (used) *used = "defaults (no calibration group for this hardware)";
-  return defaults_;
+  return nullptr;
 }
 
 std::string CalibrationTable::to_json() const {
@@ -167,6 +182,7 @@ std::string CalibrationTable::to_json() const {
     entry["precision"] = group.precision;
     entry["spec"] = group.spec;
     entry["fit_rows"] = group.fit_rows;
+    if (group.single_node_rows >= 0) entry["single_node_rows"] = group.single_node_rows;
     for (const auto& [key, value] : write_efficiency(group.efficiency)) entry[key] = value;
     groups.push_back(std::move(entry));
   }

@@ -62,6 +62,10 @@ struct CalibrationGroup {
   std::string spec = "*";  // speculative decoding: none | mtp | draft_model | "*"
   Efficiency efficiency;
   int32_t fit_rows = 0;  // measured points it was fitted on
+  // Of those, single-node points (-1: not recorded). 0 marks factors fitted only on
+  // multi-node deployments: single-node engines on that device use its catalog
+  // calibration_sibling's group instead (resolve_engine).
+  int32_t single_node_rows = -1;
 };
 
 class CalibrationTable {
@@ -76,6 +80,9 @@ class CalibrationTable {
   // defaults. `used` names the group chosen.
   Efficiency lookup(const std::string& hardware, const std::string& framework, const std::string& precision,
                     const std::string& spec = "*", std::string* used = nullptr) const;
+  // The group lookup() would use (most specific first); nullptr = the defaults.
+  const CalibrationGroup* find(const std::string& hardware, const std::string& framework, const std::string& precision,
+                               const std::string& spec = "*") const;
 
   const std::vector<CalibrationGroup>& groups() const { return groups_; }
   const std::string& source() const { return source_; }

@@ -110,6 +110,11 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
   spec.scaleout_latency_s = reader.number("scaleout_latency_us") * 1e-6;
   spec.gpus_per_node = reader.integer("gpus_per_node");
   spec.source = reader.text("source");
+  if (auto it = object.find("calibration_sibling"); it != object.end()) {
+    if (!it->value().is_string())
+      return fail(ErrorCode::kParse, fmt::format("{}: 'calibration_sibling' must be a hardware name", where));
+    spec.calibration_sibling = ascii_lower(std::string(it->value().as_string()));
+  }
   if (auto status = reader.status(); !status) return fail(status.error());
   if (spec.hbm_bytes <= 0 || spec.hbm_bandwidth_bytes_per_s <= 0 || spec.peak_bf16_flops <= 0 ||
       spec.scaleup_bandwidth_bytes_per_s <= 0 || spec.scaleup_domain_gpus <= 0 || spec.gpus_per_node <= 0)
@@ -320,6 +325,14 @@ Result<Catalog> Catalog::parse(const std::string& hardware_json, const std::stri
   // Names and aliases must name one entry each: otherwise the first entry silently wins.
   if (auto ok = check_unique_names(catalog.hardware_, "hardware.json"); !ok) return fail(ok.error());
   if (auto ok = check_unique_names(catalog.models_, "models.json"); !ok) return fail(ok.error());
+  for (const auto& spec : catalog.hardware_) {
+    if (spec.calibration_sibling.empty()) continue;
+    auto sibling = catalog.hardware(spec.calibration_sibling);
+    if (!sibling || (*sibling)->name == spec.name)
+      return fail(ErrorCode::kParse,
+                  fmt::format("hardware.json: entry '{}': calibration_sibling '{}' must name another hardware entry",
+                              spec.name, spec.calibration_sibling));
+  }
   return catalog;
 }
 

@@ -29,6 +29,9 @@ struct HardwareSpec {
   double scaleout_bandwidth_bytes_per_s = 0;  // per GPU, one direction (RDMA NIC)
   double scaleout_latency_s = 0;
   int32_t gpus_per_node = 8;
+  // The device whose calibration single-node engines borrow when this one was fitted on no
+  // single-node rows (same GPU die: h100 -> h200, gb200 -> b200, gb300 -> b300); "" = none.
+  std::string calibration_sibling;
   std::string source;
 
   // Tensor-core peak for a weight dtype: fp4 falls back to fp8 then bf16 when not native.

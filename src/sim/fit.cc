@@ -427,12 +427,22 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
     for (const char* name : {"tp", "ep", "prefill_num_workers", "prefill_tp", "prefill_ep", "decode_num_workers",
                              "decode_tp", "decode_ep"})
       (void)row.integer(name);
-    for (const char* name : {"is_multinode", "dp_attention", "prefill_dp_attention", "decode_dp_attention"})
+    for (const char* name : {"is_multinode", "disagg", "dp_attention", "prefill_dp_attention", "decode_dp_attention"})
       (void)row.flag(name);
     if (errors.size() != errors_before) continue;
     if (p.isl <= 0 || p.osl <= 0 || p.conc <= 0 || p.ttft_s <= 0 || p.tpot_s <= 0 || p.tput_per_gpu <= 0 ||
         p.gpus_total <= 0) {
       load.skipped.push_back(fmt::format("{}: missing or non-positive isl/osl/conc/latency/throughput", where));
+      continue;
+    }
+    // A disaggregated deployment recorded without its prefill/decode workers (the source flags
+    // these `legacy_disagg_gpu_fields`): its split is unknown, and read as one engine of
+    // gpus_total GPUs it would be fitted as something it was not (a TP72 engine for a 72-GPU
+    // deployment).
+    if (row.flag("disagg") && !row.flag("is_multinode") && row.integer("prefill_num_workers") == 0 &&
+        row.integer("decode_num_workers") == 0) {
+      load.skipped.push_back(
+          fmt::format("{}: disaggregated, but without prefill/decode workers (split unknown)", where));
       continue;
     }
     EngineConfig& c = p.engine;
@@ -558,6 +568,16 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     // h200 5.6 -> 4.2 %). Devices with only multi-node rows (h100, gb200, gb300) are fitted on
     // those: with the all-hardware level as their parent instead, gb300's in-sample throughput
     // error rose from 9 % to 21 %.
+    auto single_node_count = [&](const std::vector<size_t>& members) {
+      return int32_t(std::count_if(members.begin(), members.end(), [&](size_t i) { return !points[i].multinode; }));
+    };
+    auto group_of = [&](std::string hardware, std::string framework, std::string precision, std::string spec,
+                        const Efficiency& e, const std::vector<size_t>& members) {
+      CalibrationGroup group{std::move(hardware),    std::move(framework), std::move(precision), std::move(spec), e,
+                             int32_t(members.size())};
+      group.single_node_rows = single_node_count(members);
+      return group;
+    };
     std::map<std::string, Efficiency> hardware_level;
     for (const auto& [hardware, members] : by_hardware) {
       std::vector<size_t> single_node;
@@ -567,7 +587,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       Efficiency e = defaults;
       apply_theta(e, fit_group(rows, points, sims, theta_of(defaults), 0.05, options.huber_delta));
       hardware_level[hardware] = e;
-      next.add(CalibrationGroup{hardware, "*", "*", "*", e, int32_t(rows.size())});
+      next.add(group_of(hardware, "*", "*", "*", e, rows));
     }
     auto parent_of = [&](const std::string& hardware) {
       auto it = hardware_level.find(hardware);
@@ -578,7 +598,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       if (!options.spec_groups || spec == "none" || members.size() < 3) continue;
       Efficiency e = parent_of(hardware);
       apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
-      next.add(CalibrationGroup{hardware, "*", "*", spec, e, int32_t(members.size())});
+      next.add(group_of(hardware, "*", "*", spec, e, members));
     }
     std::map<std::tuple<std::string, std::string, std::string>, Efficiency> group_level;
     for (const auto& [key, members] : by_group) {
@@ -587,7 +607,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       Efficiency e = parent_of(hardware);
       apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
       group_level[key] = e;
-      next.add(CalibrationGroup{hardware, framework, precision, "*", e, int32_t(members.size())});
+      next.add(group_of(hardware, framework, precision, "*", e, members));
     }
     for (const auto& [key, members] : by_group_spec) {
       const auto& [hardware, framework, precision, spec] = key;
@@ -595,7 +615,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       auto parent = group_level.find({hardware, framework, precision});
       Efficiency e = parent != group_level.end() ? parent->second : parent_of(hardware);
       apply_theta(e, fit_group(members, points, sims, theta_of(e), 0.1, options.huber_delta));
-      next.add(CalibrationGroup{hardware, framework, precision, spec, e, int32_t(members.size())});
+      next.add(group_of(hardware, framework, precision, spec, e, members));
     }
     return next;
   };

@@ -331,6 +331,26 @@ TEST(SimCalibrate, DeviceLevelComesFromSingleNodeRowsWhereThereAreEnough) {
   EXPECT_EQ(device_rows["h100"], 3) << "no single-node rows: fitted on the multi-node ones";
 }
 
+TEST(SimCalibrate, DisaggregatedRowsWithoutWorkersAreSkippedNotReadAsOneEngine) {
+  const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
+  // Three GB200 rows are disaggregated deployments recorded without their workers (qa_flags
+  // legacy_disagg_gpu_fields); read as one TP20/TP72/TP28 engine they once set GB200's factors.
+  const std::string subset = ::testing::TempDir() + "/ix_sim_legacy.csv";
+  int legacy = 0, good = 0;
+  write_csv_subset(csv, subset, [&](const std::string& line) {
+    if (line.find("legacy_disagg_gpu_fields") != std::string::npos) return ++legacy > 0;
+    return line.rfind("h200,", 0) == 0 && line.find(",false,8,1,false,8,8,1024,1024,4,") != std::string::npos &&
+           good++ < 1;
+  });
+  ASSERT_EQ(legacy, 3);
+  auto result = run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--quiet"}, "", 120);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("points: 1 simulated, 3 skipped"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(":2: disaggregated, but without prefill/decode workers (split unknown)"), std::string::npos)
+      << result.out;
+}
+
 TEST(SimCalibrate, FitsASmallMeasuredFile) {
   const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
   if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "sim/calibration.h"
+#include "sim/engine_core.h"
 
 namespace ix::sim {
 namespace {
@@ -127,6 +128,62 @@ TEST(CalibrationTable, LooksUpMostSpecificGroupThenFallsBack) {
   EXPECT_DOUBLE_EQ(round_trip->lookup("h200", "sglang", "fp8").fixed_scale, 4);
   EXPECT_FALSE(CalibrationTable::parse(R"({"groups": [{"hardware": "h200"}]})"));
   EXPECT_FALSE(CalibrationTable::parse(R"({"defaults": {"fixed_scale": "x"}})"));
+}
+
+TEST(CalibrationTable, SingleNodeEnginesBorrowTheSiblingWhenTheDeviceHasNoSingleNodeRows) {
+  // h100's factors fitted only on multi-node deployments (single_node_rows 0); h200 (same die,
+  // the catalog's calibration_sibling of h100) on single-node rows.
+  auto table = CalibrationTable::parse(R"({"groups": [
+    {"hardware": "h100", "framework": "*", "precision": "*", "fixed_scale": 4, "fit_rows": 10, "single_node_rows": 0},
+    {"hardware": "h200", "framework": "*", "precision": "*", "fixed_scale": 2, "fit_rows": 76, "single_node_rows": 76}]})");
+  ASSERT_TRUE(table) << table.error().message();
+  EngineConfig config;
+  config.hardware = "h100";
+  config.framework = "sglang";
+  config.tp = 8;
+  auto single = resolve_engine(config, &*table);
+  ASSERT_TRUE(single) << single.error().message();
+  EXPECT_DOUBLE_EQ(single->efficiency.fixed_scale, 2);
+  EXPECT_NE(single->calibration_group.find("h200/*/*/*"), std::string::npos) << single->calibration_group;
+  EXPECT_NE(single->calibration_group.find("h100's calibration has no single-node rows"), std::string::npos);
+  // A disaggregated deployment on h100 keeps h100's own factors.
+  config.disagg = true;
+  config.prefill = WorkerTopology{1, 8, 1, false};
+  config.decode = WorkerTopology{1, 8, 1, false};
+  auto disagg = resolve_engine(config, &*table);
+  ASSERT_TRUE(disagg) << disagg.error().message();
+  EXPECT_DOUBLE_EQ(disagg->efficiency.fixed_scale, 4);
+  // Unrecorded (-1, older files) or non-zero single-node rows: the device's own group.
+  config.disagg = false;
+  auto unrecorded = CalibrationTable::parse(R"({"groups": [
+    {"hardware": "h100", "framework": "*", "precision": "*", "fixed_scale": 4, "fit_rows": 10},
+    {"hardware": "h200", "framework": "*", "precision": "*", "fixed_scale": 2, "fit_rows": 76}]})");
+  ASSERT_TRUE(unrecorded);
+  EXPECT_DOUBLE_EQ(resolve_engine(config, &*unrecorded)->efficiency.fixed_scale, 4);
+  // The count is checked.
+  EXPECT_FALSE(CalibrationTable::parse(R"({"groups": [
+    {"hardware": "h100", "framework": "*", "precision": "*", "fit_rows": 10, "single_node_rows": 11}]})"));
+  auto round_trip = CalibrationTable::parse(table->to_json());
+  ASSERT_TRUE(round_trip);
+  EXPECT_EQ(round_trip->groups()[0].single_node_rows, 0);
+}
+
+TEST(Catalog, CalibrationSiblingMustNameAnotherEntry) {
+  auto hardware = boost::json::parse(embedded_hardware_json()).as_object();
+  auto& entries = hardware.at("hardware").as_array();
+  for (const char* sibling : {"h999", "h100"}) {
+    boost::json::object copy = hardware;
+    boost::json::array list = entries;
+    for (auto& entry : list)
+      if (entry.at("name").as_string() == "h100") entry.as_object()["calibration_sibling"] = sibling;
+    copy["hardware"] = list;
+    auto parsed = Catalog::parse(boost::json::serialize(copy), embedded_models_json());
+    ASSERT_FALSE(parsed) << sibling;
+    EXPECT_NE(parsed.error().message().find("calibration_sibling"), std::string::npos) << parsed.error().message();
+  }
+  auto builtin = Catalog::builtin();
+  ASSERT_TRUE(builtin);
+  EXPECT_EQ((*builtin->hardware("gb300"))->calibration_sibling, "b300");
 }
 
 TEST(CalibrationTable, UnknownKeysAreErrorsNamingTheFile) {
