@@ -198,7 +198,9 @@ TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
   // The 4th waits for three 50 ms requests: queue time ≈ 150 ms, visible from the schedule.
   const auto& last = out->records[3];
   EXPECT_GE(last.send_ns - last.scheduled_ns, 120'000'000);
-  EXPECT_LT(out->records[0].send_ns - out->records[0].scheduled_ns, 5'000'000);
+  // The first is not queued behind anything: well under one 50 ms request even on a loaded
+  // machine (5 ms failed once with a calibration running beside the suite on 2 cores).
+  EXPECT_LT(out->records[0].send_ns - out->records[0].scheduled_ns, 40'000'000);
 }
 
 }  // namespace
