@@ -138,14 +138,14 @@ Result<CalibrationTable> CalibrationTable::builtin() {
 Efficiency CalibrationTable::lookup(const std::string& hardware, const std::string& framework,
                                     const std::string& precision, const std::string& spec, std::string* used) const {
   const CalibrationGroup* group = find(hardware, framework, precision, spec);
-  if (!group) {
-    if (used) *used = "defaults (no calibration group for this hardware)";
-    return defaults_;
-  }
-  if (used)
-    *used = fmt::format("{}/{}/{}/{} ({} fitted rows)", group->hardware, group->framework, group->precision,
-                        group->spec, group->fit_rows);
-  return group->efficiency;
+  if (used) *used = describe(group);
+  return efficiency_of(group);
+}
+
+std::string CalibrationTable::describe(const CalibrationGroup* group) {
+  if (!group) return "defaults (no calibration group for this hardware)";
+  return fmt::format("{}/{}/{}/{} ({} fitted rows)", group->hardware, group->framework, group->precision, group->spec,
+                     group->fit_rows);
 }
 
 const CalibrationGroup* CalibrationTable::find(const std::string& hardware, const std::string& framework,

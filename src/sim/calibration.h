@@ -83,6 +83,9 @@ class CalibrationTable {
   // The group lookup() would use (most specific first); nullptr = the defaults.
   const CalibrationGroup* find(const std::string& hardware, const std::string& framework, const std::string& precision,
                                const std::string& spec = "*") const;
+  // A group's factors (the defaults for nullptr) and how lookup() names it.
+  const Efficiency& efficiency_of(const CalibrationGroup* group) const { return group ? group->efficiency : defaults_; }
+  static std::string describe(const CalibrationGroup* group);
 
   const std::vector<CalibrationGroup>& groups() const { return groups_; }
   const std::string& source() const { return source_; }

@@ -232,21 +232,21 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   }
   const std::string framework = ascii_lower(config.framework);
   const std::string spec = spec_decoding_name(config.spec_decoding);
-  engine.efficiency = table.lookup(engine.hardware.name, framework, config.precision, spec, &engine.calibration_group);
+  const CalibrationGroup* group = table.find(engine.hardware.name, framework, config.precision, spec);
+  engine.calibration_group = CalibrationTable::describe(group);
   // A single-node engine on a device whose factors come only from multi-node deployments (router,
   // KV transfer and cross-node communication folded in) borrows the factors of its sibling with the
   // same GPU die, fitted on single-node rows.
-  if (const CalibrationGroup* own = table.find(engine.hardware.name, framework, config.precision, spec);
-      !config.disagg && own && own->single_node_rows == 0 && !engine.hardware.calibration_sibling.empty()) {
+  if (!config.disagg && group && group->single_node_rows == 0 && !engine.hardware.calibration_sibling.empty()) {
     const CalibrationGroup* sibling =
         table.find(engine.hardware.calibration_sibling, framework, config.precision, spec);
     if (sibling && sibling->single_node_rows != 0) {
-      std::string used;
-      engine.efficiency = table.lookup(engine.hardware.calibration_sibling, framework, config.precision, spec, &used);
-      engine.calibration_group =
-          fmt::format("{} (single-node engine: {}'s calibration has no single-node rows)", used, engine.hardware.name);
+      group = sibling;
+      engine.calibration_group = fmt::format("{} (single-node engine: {}'s calibration has no single-node rows)",
+                                             CalibrationTable::describe(group), engine.hardware.name);
     }
   }
+  engine.efficiency = table.efficiency_of(group);
   engine.calibration_source = table.source();
 
   if (config.spec_decoding != SpecDecoding::kNone) {

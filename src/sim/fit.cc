@@ -548,11 +548,15 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     // at least 10, for the reason the device levels use them (below): multi-node rows fold router,
     // KV-transfer and cross-node behaviour into the factors. Held-out mi300x TPOT 15.6 -> 12.9 %,
     // all 8.7/8.4/11.4 -> 8.7/8.2/10.8 % (docs/simulator.md).
+    auto single_node_of = [&](const std::vector<size_t>& members) {
+      std::vector<size_t> single;
+      for (size_t i : members)
+        if (!points[i].multinode) single.push_back(i);
+      return single;
+    };
     CalibrationTable next;
     Efficiency defaults = table.defaults();
-    std::vector<size_t> level0;
-    for (size_t i : all)
-      if (!points[i].multinode) level0.push_back(i);
+    std::vector<size_t> level0 = single_node_of(all);
     if (level0.size() < 10) level0 = all;
     apply_theta(defaults, fit_group(level0, points, sims, theta_of(table.defaults()), 0.01, options.huber_delta));
     next.set_defaults(defaults);
@@ -575,21 +579,16 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     // h200 5.6 -> 4.2 %). Devices with only multi-node rows (h100, gb200, gb300) are fitted on
     // those: with the all-hardware level as their parent instead, gb300's in-sample throughput
     // error rose from 9 % to 21 %.
-    auto single_node_count = [&](const std::vector<size_t>& members) {
-      return int32_t(std::count_if(members.begin(), members.end(), [&](size_t i) { return !points[i].multinode; }));
-    };
     auto group_of = [&](std::string hardware, std::string framework, std::string precision, std::string spec,
                         const Efficiency& e, const std::vector<size_t>& members) {
       CalibrationGroup group{std::move(hardware),    std::move(framework), std::move(precision), std::move(spec), e,
                              int32_t(members.size())};
-      group.single_node_rows = single_node_count(members);
+      group.single_node_rows = int32_t(single_node_of(members).size());
       return group;
     };
     std::map<std::string, Efficiency> hardware_level;
     for (const auto& [hardware, members] : by_hardware) {
-      std::vector<size_t> single_node;
-      for (size_t i : members)
-        if (!points[i].multinode) single_node.push_back(i);
+      const std::vector<size_t> single_node = single_node_of(members);
       const std::vector<size_t>& rows = single_node.size() >= 3 ? single_node : members;
       Efficiency e = defaults;
       apply_theta(e, fit_group(rows, points, sims, theta_of(defaults), 0.05, options.huber_delta));
