@@ -1,6 +1,7 @@
 // `ixbench sim calibrate`: fits the simulator's efficiency factors and overheads on measured
 // points and writes calibration.json (src/sim/fit.h), printing the residual table.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <optional>
@@ -23,7 +24,7 @@ struct CalibrateFlags {
   bool spec_groups = false;
   double huber_delta = 0.2;
   int32_t jobs = 0;
-  std::string sweep_rows;
+  std::vector<std::string> sweep_rows;
   bool evaluate = false;
 };
 
@@ -39,25 +40,28 @@ int run_calibrate(const CalibrateFlags& flags) {
                               "--evaluate fits nothing: drop --holdout and --out (or drop --evaluate to fit)"));
   std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
-    auto rows = json::read_file(flags.sweep_rows);
-    if (!rows) return report_error(rows.error());
-    if (!rows->is_array())
-      return report_error(
-          Error(ErrorCode::kParse, fmt::format("{}: expected a JSON array of sweep rows (the output of `ixbench sweep "
-                                               "full-sweep`)",
-                                               flags.sweep_rows)));
-    join = sim::join_sweep_rows(*data, rows->as_array());
+    boost::json::array all_rows;
+    for (const auto& path : flags.sweep_rows) {
+      auto rows = json::read_file(path);
+      if (!rows) return report_error(rows.error());
+      if (!rows->is_array())
+        return report_error(Error(
+            ErrorCode::kParse,
+            fmt::format("{}: expected a JSON array of sweep rows (the output of `ixbench sweep full-sweep`)", path)));
+      for (auto& row : rows->as_array()) all_rows.push_back(std::move(row));
+    }
+    join = sim::join_sweep_rows(*data, all_rows);
     if (join->rows_used == 0)
       return report_error(Error(ErrorCode::kInvalidArgument,
                                 fmt::format("{}: none of its {} rows is a disaggregated deployment the simulator can "
                                             "read; give the output of `ixbench sweep full-sweep ... --multi-node`",
-                                            flags.sweep_rows, join->rows_skipped)));
+                                            fmt::join(flags.sweep_rows, ", "), join->rows_skipped)));
     if (!flags.quiet)
       std::cerr << fmt::format(
           "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its decode "
           "batch / MTP draft length, {} ambiguous (rows disagree; left as measured)\n",
-          flags.sweep_rows, join->rows_used, join->rows_skipped, join->points_matched, join->points_changed,
-          join->points_ambiguous);
+          fmt::join(flags.sweep_rows, ", "), join->rows_used, join->rows_skipped, join->points_matched,
+          join->points_changed, join->points_ambiguous);
   }
   sim::FitOptions options;
   options.holdout = flags.holdout;
@@ -134,8 +138,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
                   "points simulated in parallel (0 = one per core; the result does not depend on it)")
       ->capture_default_str();
   cmd->add_option("--sweep-rows", flags->sweep_rows,
-                  "sweep rows (`ixbench sweep full-sweep ... --multi-node` output): disaggregated points take their "
-                  "row's decode max batch and MTP draft length from the recipe name");
+                  "sweep rows (`ixbench sweep full-sweep ... --multi-node` output; several files are joined): "
+                  "disaggregated points take their row's decode max batch and MTP draft length from the recipe name")
+      ->expected(1, -1);
   cmd->add_flag(
       "--evaluate", flags->evaluate,
       "fit nothing: report the built-in calibration's errors on these points (with --residuals-csv per point)");

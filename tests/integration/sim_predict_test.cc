@@ -458,6 +458,13 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
   auto useless = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", single_node, "--evaluate"});
   EXPECT_EQ(useless.exit_code, 1);
   EXPECT_NE(useless.err.find("none of its 1 rows is a disaggregated deployment"), std::string::npos) << useless.err;
+  // Several files are joined (the current master's rows beside older ones).
+  auto joined =
+      run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--sweep-rows", single_node, rows_path});
+  EXPECT_EQ(joined.exit_code, 0) << joined.err;
+  EXPECT_NE(joined.err.find("1 disaggregated rows (2 others skipped); 1 points matched a row, 1 took its decode batch"),
+            std::string::npos)
+      << joined.err;
   auto directory = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", ::testing::TempDir()});
   EXPECT_EQ(directory.exit_code, 1);
   EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
