@@ -747,7 +747,11 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
     EngineConfig& c = point.engine;
     if (!c.disagg) continue;
     const std::string hardware = canonical(c.hardware);
-    std::optional<std::pair<int32_t, int32_t>> found;  // decode max batch, draft tokens
+    struct Limits {
+      int32_t decode_batch = 0, prefill_batch = 0, draft_tokens = 0;
+      bool operator==(const Limits&) const = default;
+    };
+    std::optional<Limits> found;
     bool ambiguous = false;
     for (size_t i = 0; i < parsed.size(); ++i) {
       const RowWorkload& row = parsed[i];
@@ -757,7 +761,7 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
           !same_side(r.prefill, c.prefill) || !same_side(r.decode, c.decode) ||
           std::find(row.concurrencies.begin(), row.concurrencies.end(), point.conc) == row.concurrencies.end())
         continue;
-      const std::pair<int32_t, int32_t> says{r.decode.max_num_seqs, r.num_spec_tokens};
+      const Limits says{r.decode.max_num_seqs, r.prefill.max_num_seqs, r.num_spec_tokens};
       if (found && *found != says) ambiguous = true;
       found = says;
     }
@@ -768,12 +772,16 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
       continue;
     }
     bool changed = false;
-    if (found->first > 0) {
-      c.decode.max_num_seqs = found->first;
+    if (found->decode_batch > 0) {
+      c.decode.max_num_seqs = found->decode_batch;
       changed = true;
     }
-    if (found->second > 0 && c.spec_decoding != SpecDecoding::kNone) {
-      c.num_spec_tokens = found->second;
+    if (found->prefill_batch > 0) {
+      c.prefill.max_num_seqs = found->prefill_batch;
+      changed = true;
+    }
+    if (found->draft_tokens > 0 && c.spec_decoding != SpecDecoding::kNone) {
+      c.num_spec_tokens = found->draft_tokens;
       changed = true;
     }
     if (changed) ++join.points_changed;

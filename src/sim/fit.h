@@ -65,7 +65,7 @@ struct RowJoin {
   int32_t rows_used = 0;     // rows that parse as simulator inputs
   int32_t rows_skipped = 0;  // rows that do not (other models, agentic, ...)
   int32_t points_matched = 0;
-  int32_t points_changed = 0;  // got a decode batch or draft length
+  int32_t points_changed = 0;  // got a decode or prefill batch limit or a draft length
   int32_t points_ambiguous = 0;
 };
 RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows);

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <climits>
+#include <optional>
 
 #include "common/json_io.h"
 #include "sim/catalog.h"
@@ -66,6 +67,59 @@ std::optional<std::string> setting(const boost::json::object& side, std::string_
       return std::string(text.substr(key.size() + 1));
   }
   return std::nullopt;
+}
+
+struct SideLimits {
+  int32_t prefill = 0, decode = 0;  // running requests per rank; 0 = not given
+};
+
+// "recipe": {"prefill": {...}, "decode": {...}} with SGLang flags as the recipe spells them.
+Result<SideLimits> recipe_running_requests(const boost::json::object& row) {
+  SideLimits limits;
+  auto it = row.find("recipe");
+  if (it == row.end()) return limits;
+  if (!it->value().is_object()) return fail(ErrorCode::kParse, "row: 'recipe' must be an object");
+  const auto& recipe = it->value().as_object();
+  auto number = [](const boost::json::value& v) -> std::optional<int64_t> {
+    if (v.is_int64()) return v.as_int64();
+    if (v.is_uint64()) return static_cast<int64_t>(v.as_uint64());
+    if (v.is_string()) {
+      std::string_view text = v.as_string();
+      int64_t value = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec == std::errc() && ptr == text.data() + text.size()) return value;
+    }
+    return std::nullopt;
+  };
+  for (auto [name, out] : {std::pair{"prefill", &limits.prefill}, std::pair{"decode", &limits.decode}}) {
+    auto side = recipe.find(name);
+    if (side == recipe.end()) continue;
+    if (!side->value().is_object())
+      return fail(ErrorCode::kParse, fmt::format("row: 'recipe.{}' must be an object", name));
+    const auto& flags = side->value().as_object();
+    auto running = flags.find("max-running-requests");
+    if (running == flags.end()) continue;
+    auto total = number(running->value());
+    if (!total || *total < 1 || *total > INT32_MAX)
+      return fail(ErrorCode::kParse, fmt::format("row: recipe.{}.max-running-requests {} is not a positive integer",
+                                                 name, json::to_string(running->value())));
+    int64_t dp = 1;
+    bool dp_attention = false;
+    if (auto f = flags.find("enable-dp-attention"); f != flags.end())
+      dp_attention = (f->value().is_bool() && f->value().as_bool()) ||
+                     (f->value().is_string() && f->value().as_string() == "true");
+    for (const char* key : {"dp-size", "data-parallel-size", "dp"}) {
+      if (auto f = flags.find(key); f != flags.end()) {
+        auto value = number(f->value());
+        if (!value || *value < 1)
+          return fail(ErrorCode::kParse, fmt::format("row: recipe.{}.{} {} is not a positive integer", name, key,
+                                                     json::to_string(f->value())));
+        dp = *value;
+      }
+    }
+    *out = static_cast<int32_t>(std::max<int64_t>(1, dp_attention ? *total / dp : *total));
+  }
+  return limits;
 }
 
 }  // namespace
@@ -199,8 +253,32 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
         }
       }
     }
+    // Older master entries name the batch limits as settings instead of in a recipe file name.
+    auto batch_setting = [](const boost::json::object& side, std::string_view key) -> Result<int32_t> {
+      auto text = setting(side, key);
+      if (!text) return 0;
+      int32_t value = 0;
+      auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+      if (ec != std::errc() || ptr != text->data() + text->size() || value < 1)
+        return fail(ErrorCode::kParse, fmt::format("row: {} '{}' is not a positive integer", key, *text));
+      return value;
+    };
+    auto decode_batch = batch_setting(decode_object, "DECODE_MAX_BATCH_SIZE");
+    if (!decode_batch) return fail(decode_batch.error());
+    auto prefill_batch = batch_setting(prefill_object, "PREFILL_MAX_BATCH_SIZE");
+    if (!prefill_batch) return fail(prefill_batch.error());
+    if (*decode_batch > 0) hints.decode_batch = *decode_batch;
+    // ixbench's extension for rows that carry their recipe's SGLang server flags ("recipe":
+    // {"prefill": {...}, "decode": {...}}, data/calibration/): max-running-requests is per server,
+    // and SGLang splits it over the data-parallel attention ranks.
+    auto recipe_limits = recipe_running_requests(row);
+    if (!recipe_limits) return fail(recipe_limits.error());
+    if (hints.decode_batch == 0 && recipe_limits->decode > 0) hints.decode_batch = recipe_limits->decode;
+    if (*prefill_batch == 0 && recipe_limits->prefill > 0) *prefill_batch = recipe_limits->prefill;
     if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
       config.decode.max_num_seqs = hints.decode_batch;
+    if (config.disagg && *prefill_batch > 0 && config.prefill.max_num_seqs == 0)
+      config.prefill.max_num_seqs = *prefill_batch;
     if (!mtp_size_given && hints.mtp > 0 && config.spec_decoding == SpecDecoding::kMtp)
       config.num_spec_tokens = hints.mtp;
   } else {

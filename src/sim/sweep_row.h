@@ -7,7 +7,9 @@
 // SYNTHETIC_ACCEPTANCE_LENGTH=AL in additional-settings set the draft length and acceptance.
 // CONFIG_FILE=...: a recipe named by the srt-slurm TRT-LLM convention
 // (ctx1_gen3_tep16_batch1_eplb0_mtp3.yaml) gives the decode side's max batch per rank (batchN) and,
-// without DECODE_MTP_SIZE, the MTP draft length (mtpN).
+// without DECODE_MTP_SIZE, the MTP draft length (mtpN). Older master entries give the limits as
+// settings instead: DECODE_MAX_BATCH_SIZE=N (decode side) and PREFILL_MAX_BATCH_SIZE=N (prefill side);
+// a setting wins over the recipe name.
 #pragma once
 
 #include <boost/json/object.hpp>

@@ -202,5 +202,74 @@ TEST(SweepRow, ConfigFileSetsTheDecodeBatchAndDraftLengthUnlessGiven) {
   EXPECT_EQ(row->engine.decode.max_num_seqs, 64);
 }
 
+TEST(SweepRow, BatchSettingsOfOlderMasterEntriesWinOverTheRecipeName) {
+  // Older master entries (no recipe file) name the limits as settings: DECODE_MAX_BATCH_SIZE on
+  // the decode side, PREFILL_MAX_BATCH_SIZE on the prefill side.
+  auto row =
+      parse_sweep_row_text(trt_row(R"("DECODE_MAX_NUM_TOKENS=512", "DECODE_MAX_BATCH_SIZE=512")"), EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.decode.max_num_seqs, 512);
+  EXPECT_EQ(row->engine.prefill.max_num_seqs, 0);
+  std::string text = trt_row("");
+  const std::string config_file =
+      R"("CONFIG_FILE=recipes/trtllm/gb300-fp8/1k1k/mtp/ctx1_gen4_tep8_batch4_eplb0_mtp3_24.yaml")";
+  text.replace(text.find(config_file), config_file.size(),
+               R"("PREFILL_MAX_NUM_TOKENS=8448", "PREFILL_MAX_BATCH_SIZE=1")");
+  row = parse_sweep_row_text(text, EngineConfig{});
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.prefill.max_num_seqs, 1);
+  EXPECT_EQ(row->engine.decode.max_num_seqs, 0);
+  // The caller's limit still wins; a value that is not a positive integer is an error naming it.
+  EngineConfig base;
+  base.prefill.max_num_seqs = 2;
+  row = parse_sweep_row_text(text, base);
+  ASSERT_TRUE(row) << row.error().message();
+  EXPECT_EQ(row->engine.prefill.max_num_seqs, 2);
+  for (const std::string bad : {"0", "-4", "12x", ""}) {
+    auto refused = parse_sweep_row_text(trt_row("\"DECODE_MAX_BATCH_SIZE=" + bad + "\""), EngineConfig{});
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message().find("DECODE_MAX_BATCH_SIZE '" + bad + "' is not a positive integer"),
+              std::string::npos)
+        << refused.error().message();
+  }
+}
+
+TEST(SweepRow, RecipeFlagsGiveSglangRunningRequestsPerDataParallelRank) {
+  // A Dynamo-SGLang row carrying its recipe's server flags (data/calibration/): the decode server's
+  // max-running-requests is split over its 32 DP-attention ranks; the prefill side's over none.
+  const std::string row = R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+      "framework": "dynamo-sglang", "runner": "gb200", "isl": 1024, "osl": 1024, "spec-decoding": "none",
+      "prefill": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": false},
+      "decode": {"num-worker": 1, "tp": 32, "ep": 32, "dp-attn": true}, "conc": [4096],
+      "recipe": {"prefill": {"max-running-requests": 30000, "tp-size": 8},
+                 "decode": {"max-running-requests": RUNNING, "tp-size": 32, "dp-size": 32,
+                            "enable-dp-attention": true}}})";
+  auto with = [&](const std::string& running) {
+    std::string text = row;
+    text.replace(text.find("RUNNING"), 7, running);
+    return parse_sweep_row_text(text, EngineConfig{});
+  };
+  auto parsed = with("4096");
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 128);
+  EXPECT_EQ(parsed->engine.prefill.max_num_seqs, 30000);
+  parsed = with(R"("2048")");  // YAML values copied as strings are read too
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 64);
+  for (const std::string bad : {"0", R"("lots")", "-1", "[1]"}) {
+    auto refused = with(bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message().find("recipe.decode.max-running-requests"), std::string::npos)
+        << refused.error().message();
+  }
+  std::string not_object = row;
+  not_object.replace(not_object.find("RUNNING"), 7, "1");
+  not_object.replace(not_object.find(R"("recipe": {)"), 11, R"("recipe": 7, "x": {)");
+  auto refused = parse_sweep_row_text(not_object, EngineConfig{});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("'recipe' must be an object"), std::string::npos)
+      << refused.error().message();
+}
+
 }  // namespace
 }  // namespace ix::sim
