@@ -752,7 +752,7 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
       bool operator==(const Limits&) const = default;
     };
     std::optional<Limits> found;
-    bool ambiguous = false;
+    bool matched = false, ambiguous = false;
     for (size_t i = 0; i < parsed.size(); ++i) {
       const RowWorkload& row = parsed[i];
       const EngineConfig& r = row.engine;
@@ -761,12 +761,14 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
           !same_side(r.prefill, c.prefill) || !same_side(r.decode, c.decode) ||
           std::find(row.concurrencies.begin(), row.concurrencies.end(), point.conc) == row.concurrencies.end())
         continue;
+      matched = true;
       const Limits says{r.decode.max_num_seqs, r.prefill.max_num_seqs, r.num_spec_tokens};
+      if (says == Limits{}) continue;  // a row that names no limits does not contradict one that does
       if (found && *found != says) ambiguous = true;
       found = says;
     }
+    if (matched) ++join.points_matched;
     if (!found) continue;
-    ++join.points_matched;
     if (ambiguous) {
       ++join.points_ambiguous;
       continue;

@@ -56,11 +56,12 @@ struct CsvLoad {
 Result<CsvLoad> load_measured_csv(const std::string& path);
 
 // What the measured CSV does not record but the deployment's sweep row does (`ixbench sweep
-// full-sweep` output): a disaggregated point takes the decode side's max batch per rank and the
-// MTP draft length that its row's recipe names (sim/sweep_row.h). A point matches a row of the
-// same hardware (catalog name), framework, precision, spec decoding, isl/osl and prefill/decode
-// workers × tp/ep/dp-attn whose concurrencies include the point's; when matching rows disagree
-// the point is left as it is (ambiguous).
+// full-sweep` output, or the older master versions' rows of data/calibration/): a disaggregated
+// point takes the decode and prefill sides' running-request limits per rank and the MTP draft
+// length that its row names (sim/sweep_row.h). A point matches a row of the same hardware (catalog
+// name), framework, precision, spec decoding, isl/osl and prefill/decode workers × tp/ep/dp-attn
+// whose concurrencies include the point's; a matching row that names no limit does not vote, and
+// when the others disagree the point is left as it is (ambiguous).
 struct RowJoin {
   int32_t rows_used = 0;     // rows that parse as simulator inputs
   int32_t rows_skipped = 0;  // rows that do not (other models, agentic, ...)

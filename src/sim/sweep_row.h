@@ -9,7 +9,10 @@
 // (ctx1_gen3_tep16_batch1_eplb0_mtp3.yaml) gives the decode side's max batch per rank (batchN) and,
 // without DECODE_MTP_SIZE, the MTP draft length (mtpN). Older master entries give the limits as
 // settings instead: DECODE_MAX_BATCH_SIZE=N (decode side) and PREFILL_MAX_BATCH_SIZE=N (prefill side);
-// a setting wins over the recipe name.
+// a setting wins over the recipe name. ixbench's own extension, for rows that carry their recipe's
+// SGLang server flags (data/calibration/): "recipe": {"prefill": {...}, "decode": {...}} whose
+// max-running-requests (per server; divided over dp-size ranks with enable-dp-attention) gives that
+// side's running requests per rank when nothing above names a limit.
 #pragma once
 
 #include <boost/json/object.hpp>
