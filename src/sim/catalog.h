@@ -103,5 +103,6 @@ class Catalog {
 const char* embedded_hardware_json();
 const char* embedded_models_json();
 const char* embedded_calibration_json();
+const char* embedded_recipes_json();  // data/catalog/recipes.json: SGLang recipe flags per CONFIG_FILE
 
 }  // namespace ix::sim

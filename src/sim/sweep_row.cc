@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <climits>
+#include <filesystem>
 #include <optional>
 
 #include "common/json_io.h"
@@ -73,13 +74,12 @@ struct SideLimits {
   int32_t prefill = 0, decode = 0;  // running requests per rank; 0 = not given
 };
 
-// "recipe": {"prefill": {...}, "decode": {...}} with SGLang flags as the recipe spells them.
-Result<SideLimits> recipe_running_requests(const boost::json::object& row) {
+// "recipe": {"prefill": {...}, "decode": {...}} with SGLang flags as the recipe spells them; `where`
+// names it in errors ("row: recipe", "recipes.json: recipe 'X'").
+Result<SideLimits> recipe_running_requests(const boost::json::value& value, const std::string& where) {
   SideLimits limits;
-  auto it = row.find("recipe");
-  if (it == row.end()) return limits;
-  if (!it->value().is_object()) return fail(ErrorCode::kParse, "row: 'recipe' must be an object");
-  const auto& recipe = it->value().as_object();
+  if (!value.is_object()) return fail(ErrorCode::kParse, fmt::format("{}: must be an object", where));
+  const auto& recipe = value.as_object();
   auto number = [](const boost::json::value& v) -> std::optional<int64_t> {
     if (v.is_int64()) return v.as_int64();
     if (v.is_uint64()) return static_cast<int64_t>(v.as_uint64());
@@ -101,8 +101,8 @@ Result<SideLimits> recipe_running_requests(const boost::json::object& row) {
     if (running == flags.end()) continue;
     auto total = number(running->value());
     if (!total || *total < 1 || *total > INT32_MAX)
-      return fail(ErrorCode::kParse, fmt::format("row: recipe.{}.max-running-requests {} is not a positive integer",
-                                                 name, json::to_string(running->value())));
+      return fail(ErrorCode::kParse, fmt::format("{}.{}.max-running-requests {} is not a positive integer", where, name,
+                                                 json::to_string(running->value())));
     int64_t dp = 1;
     bool dp_attention = false;
     if (auto f = flags.find("enable-dp-attention"); f != flags.end())
@@ -112,7 +112,7 @@ Result<SideLimits> recipe_running_requests(const boost::json::object& row) {
       if (auto f = flags.find(key); f != flags.end()) {
         auto value = number(f->value());
         if (!value || *value < 1)
-          return fail(ErrorCode::kParse, fmt::format("row: recipe.{}.{} {} is not a positive integer", name, key,
+          return fail(ErrorCode::kParse, fmt::format("{}.{}.{} {} is not a positive integer", where, name, key,
                                                      json::to_string(f->value())));
         dp = *value;
       }
@@ -120,6 +120,32 @@ Result<SideLimits> recipe_running_requests(const boost::json::object& row) {
     *out = static_cast<int32_t>(std::max<int64_t>(1, dp_attention ? *total / dp : *total));
   }
   return limits;
+}
+
+// The recipe catalog: data/catalog/recipes.json (embedded), or DIR/recipes.json with
+// --catalog-dir DIR when that file exists. {"recipes": [{"config_file": ..., "prefill": {...},
+// "decode": {...}, "source": ...}]}; a row's CONFIG_FILE value is looked up as written.
+Result<std::optional<boost::json::value>> catalog_recipe(const std::string& catalog_dir,
+                                                         const std::string& config_file) {
+  static const Result<boost::json::value> builtin = json::parse(embedded_recipes_json(), "data/catalog/recipes.json");
+  Result<boost::json::value> from_dir = boost::json::value();
+  const Result<boost::json::value>* catalog = &builtin;
+  if (!catalog_dir.empty() && std::filesystem::exists(std::filesystem::path(catalog_dir) / "recipes.json")) {
+    from_dir = json::read_file((std::filesystem::path(catalog_dir) / "recipes.json").string());
+    catalog = &from_dir;
+  }
+  if (!*catalog) return fail(catalog->error());
+  const auto* root = (*catalog)->if_object();
+  const auto* list = root ? root->if_contains("recipes") : nullptr;
+  if (list == nullptr || !list->is_array())
+    return fail(ErrorCode::kParse, "recipes.json: expected {\"recipes\": [...]}");
+  for (const auto& entry : list->as_array()) {
+    const auto* object = entry.if_object();
+    if (object == nullptr) continue;
+    const auto* name = object->if_contains("config_file");
+    if (name != nullptr && name->is_string() && name->as_string() == config_file) return std::optional(entry);
+  }
+  return std::optional<boost::json::value>();
 }
 
 }  // namespace
@@ -233,8 +259,10 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     }
     bool mtp_size_given = false;
     RecipeNameHints hints;
+    std::optional<std::string> config_file;
     for (const auto* side : {&decode_object, &prefill_object}) {
       if (auto file = setting(*side, "CONFIG_FILE")) {
+        config_file = *file;
         const RecipeNameHints named = recipe_name_hints(*file);
         if (named.decode_batch > 0) hints.decode_batch = named.decode_batch;
         if (named.mtp > 0) hints.mtp = named.mtp;
@@ -271,10 +299,22 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     // ixbench's extension for rows that carry their recipe's SGLang server flags ("recipe":
     // {"prefill": {...}, "decode": {...}}, data/calibration/): max-running-requests is per server,
     // and SGLang splits it over the data-parallel attention ranks.
-    auto recipe_limits = recipe_running_requests(row);
-    if (!recipe_limits) return fail(recipe_limits.error());
-    if (hints.decode_batch == 0 && recipe_limits->decode > 0) hints.decode_batch = recipe_limits->decode;
-    if (*prefill_batch == 0 && recipe_limits->prefill > 0) *prefill_batch = recipe_limits->prefill;
+    SideLimits recipe_limits;
+    if (auto it = row.find("recipe"); it != row.end()) {
+      auto limits = recipe_running_requests(it->value(), "row: recipe");
+      if (!limits) return fail(limits.error());
+      recipe_limits = *limits;
+    } else if (config_file) {
+      auto entry = catalog_recipe(base.catalog_dir, *config_file);
+      if (!entry) return fail(entry.error());
+      if (*entry) {
+        auto limits = recipe_running_requests(**entry, fmt::format("recipes.json: recipe '{}'", *config_file));
+        if (!limits) return fail(limits.error());
+        recipe_limits = *limits;
+      }
+    }
+    if (hints.decode_batch == 0 && recipe_limits.decode > 0) hints.decode_batch = recipe_limits.decode;
+    if (*prefill_batch == 0 && recipe_limits.prefill > 0) *prefill_batch = recipe_limits.prefill;
     if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
       config.decode.max_num_seqs = hints.decode_batch;
     if (config.disagg && *prefill_batch > 0 && config.prefill.max_num_seqs == 0)

@@ -12,7 +12,9 @@
 // a setting wins over the recipe name. ixbench's own extension, for rows that carry their recipe's
 // SGLang server flags (data/calibration/): "recipe": {"prefill": {...}, "decode": {...}} whose
 // max-running-requests (per server; divided over dp-size ranks with enable-dp-attention) gives that
-// side's running requests per rank when nothing above names a limit.
+// side's running requests per rank when nothing above names a limit. A row without "recipe" whose
+// CONFIG_FILE is in the recipe catalog (data/catalog/recipes.json, or DIR/recipes.json with
+// --catalog-dir DIR) takes the catalog entry's flags the same way.
 #pragma once
 
 #include <boost/json/object.hpp>

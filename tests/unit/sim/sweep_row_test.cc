@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <tuple>
 
 #include "sim/engine_core.h"
@@ -267,8 +269,68 @@ TEST(SweepRow, RecipeFlagsGiveSglangRunningRequestsPerDataParallelRank) {
   not_object.replace(not_object.find(R"("recipe": {)"), 11, R"("recipe": 7, "x": {)");
   auto refused = parse_sweep_row_text(not_object, EngineConfig{});
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message().find("'recipe' must be an object"), std::string::npos)
+  EXPECT_NE(refused.error().message().find("row: recipe: must be an object"), std::string::npos)
       << refused.error().message();
+}
+
+TEST(SweepRow, TheShippedRecipeCatalogHoldsTheCurrentMasterSglangRecipes) {
+  // nvidia-master's dsr1-fp4-b200-dynamo-sglang 7p2d row names an override inside a recipe file;
+  // its decode side (DP attention over 8 ranks, max-running-requests 2048) allows 256 per rank.
+  const std::string row = R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp4",
+      "framework": "dynamo-sglang", "runner": "b200", "isl": 8192, "osl": 1024, "spec-decoding": "none",
+      "prefill": {"num-worker": 7, "tp": 4, "ep": 4, "dp-attn": true,
+                  "additional-settings": ["CONFIG_FILE=recipes/b200-fp4/8k1k.yaml:override_stp_maxtpt_7p2d"]},
+      "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true}, "conc": [2048]})";
+  auto parsed = parse_sweep_row_text(row, EngineConfig{});
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 256);
+  EXPECT_GT(parsed->engine.prefill.max_num_seqs, 0);
+}
+
+TEST(SweepRow, ARowWithoutRecipeFlagsTakesThemFromTheRecipeCatalog) {
+  // --catalog-dir DIR with a recipes.json: the row's CONFIG_FILE value, looked up as written.
+  const std::string dir = ::testing::TempDir() + "/ix_recipe_catalog";
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"hardware.json", "models.json"})
+    std::filesystem::copy_file(std::string(IXBENCH_SOURCE_DIR) + "/data/catalog/" + file, dir + "/" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  auto write_catalog = [&](const std::string& text) { std::ofstream(dir + "/recipes.json") << text; };
+  const std::string row = R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+      "framework": "dynamo-sglang", "runner": "h200", "isl": 8192, "osl": 1024, "spec-decoding": "none",
+      "prefill": {"num-worker": 2, "tp": 8, "ep": 1, "dp-attn": false,
+                  "additional-settings": ["CONFIG_FILE=recipes/h200/8k1k/bs64-2p3d.yaml"]},
+      "decode": {"num-worker": 3, "tp": 8, "ep": 1, "dp-attn": false}, "conc": [64]})";
+  EngineConfig base;
+  base.catalog_dir = dir;
+  write_catalog(R"({"recipes": [{"config_file": "recipes/h200/8k1k/other.yaml", "decode": {"max-running-requests": 1}},
+      {"config_file": "recipes/h200/8k1k/bs64-2p3d.yaml", "source": "test",
+       "prefill": {"max-running-requests": 16}, "decode": {"max-running-requests": 128, "tp-size": 8}}]})");
+  auto parsed = parse_sweep_row_text(row, base);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 128);
+  EXPECT_EQ(parsed->engine.prefill.max_num_seqs, 16);
+  // A recipe the catalog does not hold leaves the limits open.
+  write_catalog(R"({"recipes": []})");
+  parsed = parse_sweep_row_text(row, base);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 0);
+  // A broken catalog entry or file is an error naming it.
+  write_catalog(
+      R"({"recipes": [{"config_file": "recipes/h200/8k1k/bs64-2p3d.yaml", "decode": {"max-running-requests": 0}}]})");
+  auto refused = parse_sweep_row_text(row, base);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find(
+                "recipes.json: recipe 'recipes/h200/8k1k/bs64-2p3d.yaml'.decode.max-running-requests"),
+            std::string::npos)
+      << refused.error().message();
+  write_catalog(R"({"recipes": {}})");
+  refused = parse_sweep_row_text(row, base);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("recipes.json"), std::string::npos) << refused.error().message();
+  write_catalog("{");
+  refused = parse_sweep_row_text(row, base);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("recipes.json"), std::string::npos) << refused.error().message();
 }
 
 }  // namespace
