@@ -58,8 +58,8 @@ int run_calibrate(const CalibrateFlags& flags) {
                                             fmt::join(flags.sweep_rows, ", "), join->rows_skipped)));
     if (!flags.quiet)
       std::cerr << fmt::format(
-          "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its decode "
-          "batch / MTP draft length, {} ambiguous (rows disagree; left as measured)\n",
+          "calibrate: {}: {} disaggregated rows ({} others skipped); {} points matched a row, {} took its batch "
+          "limits / MTP draft length, {} ambiguous (rows disagree; left as measured)\n",
           fmt::join(flags.sweep_rows, ", "), join->rows_used, join->rows_skipped, join->points_matched,
           join->points_changed, join->points_ambiguous);
   }
@@ -77,7 +77,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (!report) return report_error(report.error());
   if (join)
     report->table.set_source(
-        fmt::format("{}; {} disaggregated points took the decode batch / MTP draft length of "
+        fmt::format("{}; {} disaggregated points took the batch limits / MTP draft length of "
                     "their sweep row (--sweep-rows)",
                     report->table.source(), join->points_changed));
   if (!flags.out.empty()) {
@@ -139,7 +139,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--sweep-rows", flags->sweep_rows,
                   "sweep rows (`ixbench sweep full-sweep ... --multi-node` output; several files are joined): "
-                  "disaggregated points take their row's decode max batch and MTP draft length from the recipe name")
+                  "disaggregated points take their row's batch limits (recipe name, settings, recipe flags) and MTP "
+                  "draft length")
       ->expected(1, -1);
   cmd->add_flag(
       "--evaluate", flags->evaluate,

@@ -70,6 +70,14 @@ std::optional<std::string> setting(const boost::json::object& side, std::string_
   return std::nullopt;
 }
 
+// The whole of `text` as a decimal integer, or nothing.
+std::optional<int64_t> parse_integer(std::string_view text) {
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 struct SideLimits {
   int32_t prefill = 0, decode = 0;  // running requests per rank; 0 = not given
 };
@@ -83,19 +91,14 @@ Result<SideLimits> recipe_running_requests(const boost::json::value& value, cons
   auto number = [](const boost::json::value& v) -> std::optional<int64_t> {
     if (v.is_int64()) return v.as_int64();
     if (v.is_uint64()) return static_cast<int64_t>(v.as_uint64());
-    if (v.is_string()) {
-      std::string_view text = v.as_string();
-      int64_t value = 0;
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec == std::errc() && ptr == text.data() + text.size()) return value;
-    }
+    if (v.is_string()) return parse_integer(v.as_string());
     return std::nullopt;
   };
   for (auto [name, out] : {std::pair{"prefill", &limits.prefill}, std::pair{"decode", &limits.decode}}) {
     auto side = recipe.find(name);
     if (side == recipe.end()) continue;
     if (!side->value().is_object())
-      return fail(ErrorCode::kParse, fmt::format("row: 'recipe.{}' must be an object", name));
+      return fail(ErrorCode::kParse, fmt::format("{}.{}: must be an object", where, name));
     const auto& flags = side->value().as_object();
     auto running = flags.find("max-running-requests");
     if (running == flags.end()) continue;
@@ -285,11 +288,10 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     auto batch_setting = [](const boost::json::object& side, std::string_view key) -> Result<int32_t> {
       auto text = setting(side, key);
       if (!text) return 0;
-      int32_t value = 0;
-      auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-      if (ec != std::errc() || ptr != text->data() + text->size() || value < 1)
+      const auto value = parse_integer(*text);
+      if (!value || *value < 1 || *value > INT32_MAX)
         return fail(ErrorCode::kParse, fmt::format("row: {} '{}' is not a positive integer", key, *text));
-      return value;
+      return static_cast<int32_t>(*value);
     };
     auto decode_batch = batch_setting(decode_object, "DECODE_MAX_BATCH_SIZE");
     if (!decode_batch) return fail(decode_batch.error());

@@ -434,7 +434,7 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
   };
   const Predicted with_rows = evaluate({"--sweep-rows", rows_path});
   EXPECT_NE(
-      with_rows.log.find("1 disaggregated rows (1 others skipped); 1 points matched a row, 1 took its decode batch"),
+      with_rows.log.find("1 disaggregated rows (1 others skipped); 1 points matched a row, 1 took its batch limits"),
       std::string::npos)
       << with_rows.log;
   const Predicted without_rows = evaluate({"--quiet"});
@@ -462,7 +462,7 @@ TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
   auto joined =
       run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--sweep-rows", single_node, rows_path});
   EXPECT_EQ(joined.exit_code, 0) << joined.err;
-  EXPECT_NE(joined.err.find("1 disaggregated rows (2 others skipped); 1 points matched a row, 1 took its decode batch"),
+  EXPECT_NE(joined.err.find("1 disaggregated rows (2 others skipped); 1 points matched a row, 1 took its batch limits"),
             std::string::npos)
       << joined.err;
   auto directory = run_ixbench({"sim", "calibrate", "--csv", subset, "--sweep-rows", ::testing::TempDir()});
