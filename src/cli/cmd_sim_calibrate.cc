@@ -17,6 +17,7 @@ struct CalibrateFlags {
   std::string csv;
   std::string out;
   bool holdout = false;
+  int32_t holdout_series = 0;
   int32_t iterations = 2;
   int32_t max_prompts = 200;
   bool quiet = false;
@@ -35,9 +36,16 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (!(flags.huber_delta >= 0)) return report_error(Error(ErrorCode::kInvalidArgument, "--huber-delta must be >= 0"));
   if (flags.jobs < 0) return report_error(Error(ErrorCode::kInvalidArgument, "--jobs must be >= 0 (0 = all cores)"));
   if (flags.max_prompts < 1) return report_error(Error(ErrorCode::kInvalidArgument, "--max-prompts must be >= 1"));
-  if (flags.evaluate && (flags.holdout || !flags.out.empty()))
+  if (flags.holdout_series == 1 || flags.holdout_series < 0)
     return report_error(Error(ErrorCode::kInvalidArgument,
-                              "--evaluate fits nothing: drop --holdout and --out (or drop --evaluate to fit)"));
+                              fmt::format("--holdout-series must be >= 2 (hold out every Nth series of each "
+                                          "hardware), got {}",
+                                          flags.holdout_series)));
+  const bool holding_out = flags.holdout || flags.holdout_series >= 2;
+  if (flags.evaluate && (holding_out || !flags.out.empty()))
+    return report_error(
+        Error(ErrorCode::kInvalidArgument,
+              "--evaluate fits nothing: drop --holdout, --holdout-series and --out (or drop --evaluate to fit)"));
   std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
     boost::json::array all_rows;
@@ -65,6 +73,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   }
   sim::FitOptions options;
   options.holdout = flags.holdout;
+  options.holdout_series = flags.holdout_series;
   options.iterations = flags.iterations;
   options.max_prompts = flags.max_prompts;
   options.spec_groups = flags.spec_groups;
@@ -100,10 +109,13 @@ int run_calibrate(const CalibrateFlags& flags) {
   if (flags.evaluate) {
     std::cout << "\nBuilt-in calibration on these points (nothing fitted): median absolute relative error\n\n"
               << sim::residual_table(*report, true);
-  } else if (flags.holdout) {
+  } else if (holding_out) {
     std::cout << "\nHeld-out points (not used for fitting): median absolute relative error\n\n"
               << sim::residual_table(*report, true);
-    std::cout << "\nFitting points (lowest and highest concurrency of each series)\n\n";
+    const char* fitting = flags.holdout_series < 2 ? "lowest and highest concurrency of each series"
+                          : flags.holdout          ? "lowest and highest concurrency of the series not held out"
+                                                   : "every concurrency of the series not held out";
+    std::cout << "\nFitting points (" << fitting << ")\n\n";
     sim::FitReport fitted_report;
     for (const auto& r : report->residuals)
       if (r.fitted) fitted_report.residuals.push_back(r);
@@ -123,6 +135,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--out", flags->out, "write the fitted calibration.json here (e.g. data/catalog/calibration.json)");
   cmd->add_flag("--holdout", flags->holdout,
                 "fit on the lowest and highest concurrency of each series, report errors on the others");
+  cmd->add_option("--holdout-series", flags->holdout_series,
+                  "hold out every Nth series of each hardware whole (N >= 2; new deployments, and the only "
+                  "split that judges one-concurrency series)");
   cmd->add_option("--iterations", flags->iterations, "simulate-and-refit rounds")->capture_default_str();
   cmd->add_option("--max-prompts", flags->max_prompts,
                   "simulated requests per point, raised to at least 3 x conc and capped at 10 x conc (what the "

@@ -515,15 +515,18 @@ Result<CsvLoad> load_measured_csv(const std::string& path) {
   return load;
 }
 
-Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options,
-                                  const std::function<void(const std::string&)>& progress) {
-  const auto& points = data.points;
-  if (points.empty()) return fail(ErrorCode::kInvalidArgument, "no usable measured points to fit on");
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
+namespace {
+// What the calibration source says about the split (empty: every point was fitted).
+std::string holdout_description(const FitOptions& options) {
+  std::string out;
+  if (options.holdout) out += ", lowest and highest concurrency of each series only";
+  if (options.holdout_series >= 2)
+    out += fmt::format(", one series in {} of each hardware held out whole", options.holdout_series);
+  return out;
+}
+}  // namespace
 
-  // Which points are used for fitting.
+std::vector<bool> fitting_points(const std::vector<MeasuredPoint>& points, const FitOptions& options) {
   std::vector<bool> fitted(points.size(), true);
   if (options.holdout) {
     std::map<std::string, std::pair<int32_t, int32_t>> range;
@@ -537,6 +540,41 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
       fitted[i] = points[i].conc == lo || points[i].conc == hi;
     }
   }
+  if (options.holdout_series >= 2) {
+    // Series keys start with the hardware, so a sorted set numbers each hardware's series in key
+    // order; the numbering restarts at every hardware.
+    std::set<std::string> keys;
+    for (const auto& p : points) keys.insert(p.series);
+    std::map<std::string, bool> held_out;
+    std::string hardware;
+    int32_t index = 0;
+    for (const auto& key : keys) {
+      std::string hw = key.substr(0, key.find('|'));
+      if (hw != hardware) {
+        hardware = hw;
+        index = 0;
+      }
+      held_out[key] = index++ % options.holdout_series == options.holdout_series - 1;
+    }
+    for (size_t i = 0; i < points.size(); ++i)
+      if (held_out[points[i].series]) fitted[i] = false;
+  }
+  return fitted;
+}
+
+Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options,
+                                  const std::function<void(const std::string&)>& progress) {
+  const auto& points = data.points;
+  if (points.empty()) return fail(ErrorCode::kInvalidArgument, "no usable measured points to fit on");
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+
+  if (options.holdout_series == 1 || options.holdout_series < 0)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("holdout_series must be 0 (off) or >= 2, got {}", options.holdout_series));
+  // Never empty: each hardware's first series keeps its lowest and highest concurrency.
+  std::vector<bool> fitted = fitting_points(points, options);
 
   std::vector<size_t> all;
   for (size_t i = 0; i < points.size(); ++i)
@@ -689,8 +727,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
         "{} "
         "rounds; levels: all hardware (defaults), per hardware (hw/*/*), per hardware/framework/precision with >= 3 "
         "points{}; Huber loss on log errors, delta {}; expert routing exponent {} (searched over {})",
-        std::count(fitted.begin(), fitted.end(), true),
-        options.holdout ? ", lowest and highest concurrency of each series only" : "", options.iterations,
+        std::count(fitted.begin(), fitted.end(), true), holdout_description(options), options.iterations,
         options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
         fmt::join(options.routing_exponents, ", ")));
 

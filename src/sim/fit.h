@@ -13,7 +13,11 @@
 // points; with spec_groups also per (hw, spec decoding) and (hw, framework, precision, spec).
 //
 // Validation: with `holdout`, each (group, isl, osl, topology, spec) series is fitted only on its
-// lowest and highest concurrency and judged on the concurrencies between them.
+// lowest and highest concurrency and judged on the concurrencies between them. With
+// `holdout_series` N, every Nth series of each hardware (in the order of their keys) is held out
+// whole: the fit never sees that deployment, which is how a new recipe is predicted, and the only
+// split that judges hardware whose series have one or two concurrencies (the disaggregated
+// gb200/gb300/h100 rows).
 #pragma once
 
 #include <boost/json/array.hpp>
@@ -73,7 +77,8 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows);
 
 struct FitOptions {
   int32_t iterations = 2;
-  bool holdout = false;
+  bool holdout = false;        // hold out the concurrencies between each series' lowest and highest
+  int32_t holdout_series = 0;  // >= 2: also hold out every Nth series of each hardware whole; 0 = off
   // Requests simulated per point: min(10·conc, max(cap, 3·conc)); keeps the 16k-concurrency
   // points affordable while the low-concurrency ones run in full. The medians weight the
   // requests after the t=0 burst up to the measured 10·conc (PredictOptions::represented_prompts).
@@ -97,6 +102,10 @@ struct FitOptions {
   // and report its residuals, e.g. to judge the shipped factors on one's own measurements.
   bool evaluate_only = false;
 };
+
+// Which points are fitted (true) under `holdout` / `holdout_series` (all when neither is set).
+// Deterministic: series are ordered by their key within each hardware.
+std::vector<bool> fitting_points(const std::vector<MeasuredPoint>& points, const FitOptions& options);
 
 struct PointResidual {
   const MeasuredPoint* point = nullptr;
