@@ -8,6 +8,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -385,6 +387,56 @@ TEST(SimCalibrate, FitsASmallMeasuredFile) {
   auto bad_jobs = run_ixbench({"sim", "calibrate", "--csv", subset, "--jobs", "-1"});
   EXPECT_EQ(bad_jobs.exit_code, 1);
   EXPECT_NE(bad_jobs.err.find("--jobs"), std::string::npos) << bad_jobs.err;
+}
+
+TEST(SimCalibrate, HoldoutSeriesJudgesWholeSeriesTheFitNeverSaw) {
+  const std::string csv = shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << shared_missing_message("data/calibration/measured_dsr1.csv");
+  // h200 single-node 1k1k rows at conc <= 8: three series in key order — SGLang FP8 MTP TP8 (1
+  // point), SGLang FP8 TP8 (6), TRT FP8 TP8/EP8 (5). N = 2 holds out the second one whole.
+  const std::string subset = ::testing::TempDir() + "/ix_sim_series_holdout.csv";
+  write_csv_subset(csv, subset, [&](const std::string& line) {
+    if (line.rfind("h200,", 0) != 0 || line.find(",1024,1024,") == std::string::npos) return false;
+    std::vector<std::string> fields;
+    std::stringstream in(line);
+    for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+    // hardware,model,model_prefix,precision,framework,spec_decoding,disagg,tp,ep,dp_attention,
+    // num_prefill_gpu,num_decode_gpu,isl,osl,conc,...,is_multinode (26)
+    return fields.size() > 26 && fields[26] == "false" && std::stoi(fields[14]) <= 8;
+  });
+  const std::string residuals = ::testing::TempDir() + "/ix_sim_series_holdout_residuals.csv";
+  auto result = run_ixbench({"sim", "calibrate", "--csv", subset, "--holdout-series", "2", "--iterations", "1",
+                             "--quiet", "--residuals-csv", residuals},
+                            "", 300);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto held = result.out.find("Held-out points (not used for fitting)");
+  const auto fitting = result.out.find("Fitting points (every concurrency of the series not held out)");
+  ASSERT_NE(held, std::string::npos) << result.out;
+  ASSERT_NE(fitting, std::string::npos) << result.out;
+  EXPECT_NE(result.out.substr(held, fitting - held).find("| h200 | 6 |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.substr(fitting).find("| h200 | 6 |"), std::string::npos) << result.out;
+  // Every point of a series is on the same side of the split.
+  std::ifstream in(residuals);
+  std::string line;
+  std::getline(in, line);
+  std::map<std::string, std::set<std::string>> sides;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream row(line);
+    for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+    ASSERT_GT(fields.size(), 6u) << line;
+    sides[fields[4]].insert(fields[6]);
+  }
+  ASSERT_EQ(sides.size(), 3u);
+  for (const auto& [series, side] : sides) EXPECT_EQ(side.size(), 1u) << series;
+  EXPECT_EQ(*sides["h200|sglang|fp8|none|1024x1024|1x(tp8ep1)"].begin(), "0");
+
+  auto one = run_ixbench({"sim", "calibrate", "--csv", subset, "--holdout-series", "1"});
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_NE(one.err.find("--holdout-series must be >= 2"), std::string::npos) << one.err;
+  auto evaluate = run_ixbench({"sim", "calibrate", "--csv", subset, "--evaluate", "--holdout-series", "2"});
+  EXPECT_EQ(evaluate.exit_code, 1);
+  EXPECT_NE(evaluate.err.find("--evaluate fits nothing"), std::string::npos) << evaluate.err;
 }
 
 TEST(SimCalibrate, SweepRowsGiveDisaggregatedPointsTheirDecodeBatch) {
