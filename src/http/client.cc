@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "http/client_response.h"
+#include "http/receive_time.h"
 
 namespace ix::http {
 
@@ -361,10 +362,7 @@ struct ClientLoop::Impl {
       }
       boost::system::error_code ignored;
       conn->socket.set_option(tcp::no_delay(true), ignored);
-      if (options.kernel_timestamps && !options.target.tls) {
-        const int one = 1;
-        ::setsockopt(conn->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-      }
+      if (options.kernel_timestamps && !options.target.tls) enable_receive_timestamps(conn->socket.native_handle());
 
       if (!options.target.tls) {
         if (auto adopted = adopt(*conn); !adopted) {
@@ -590,23 +588,13 @@ struct ClientLoop::Impl {
   // time when the kernel gave none. Never later than the read.
   int64_t kernel_time(msghdr& msg, int64_t t_read) {
     if (!options.kernel_timestamps) return t_read;
-    for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
-      timespec kernel{};
-      std::memcpy(&kernel, CMSG_DATA(cm), sizeof(kernel));
-      timespec real_now{};
-      clock_gettime(CLOCK_REALTIME, &real_now);
-      const int64_t mono_now = now();
-      const int64_t real_now_ns = static_cast<int64_t>(real_now.tv_sec) * 1'000'000'000 + real_now.tv_nsec;
-      const int64_t kernel_ns = static_cast<int64_t>(kernel.tv_sec) * 1'000'000'000 + kernel.tv_nsec;
-      const int64_t t = std::min(t_read, kernel_ns - (real_now_ns - mono_now));
-      const int64_t delay = t_read - t;
-      ++counters.kernel_timestamps;
-      counters.stamp_delay_sum_ns += delay;
-      counters.stamp_delay_max_ns = std::max(counters.stamp_delay_max_ns, delay);
-      return t;
-    }
-    return t_read;
+    const std::optional<int64_t> t = kernel_receive_ns(msg, t_read);
+    if (!t) return t_read;
+    const int64_t delay = t_read - *t;
+    ++counters.kernel_timestamps;
+    counters.stamp_delay_sum_ns += delay;
+    counters.stamp_delay_max_ns = std::max(counters.stamp_delay_max_ns, delay);
+    return *t;
   }
 
   void report_head(Exchange& ex) {

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -13,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -21,6 +25,7 @@
 #include <unordered_set>
 
 #include "common/log.h"
+#include "http/receive_time.h"
 
 namespace ix::http {
 namespace {
@@ -106,6 +111,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     boost::system::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
     socket_.non_blocking(true, ec);
+    enable_receive_timestamps(socket_.native_handle());
     begin_reading();
   }
 
@@ -170,19 +176,31 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     });
   }
 
-  // Reads what is available into the loop's buffer and appends it to pending_. Returns false when
-  // the peer closed or the socket failed (the connection is closed then).
+  // Reads what is available into the loop's buffer and appends it to pending_, noting when the
+  // first of those bytes reached the socket (the kernel's receive timestamp; the read time when it
+  // has none). Returns false when the peer closed or the socket failed (the connection is closed
+  // then).
   bool read_available() {
     while (true) {
-      boost::system::error_code ec;
-      size_t n = socket_.read_some(asio::buffer(loop_.read_buffer), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) return true;
-      if (ec) {
+      iovec iov{loop_.read_buffer.data(), loop_.read_buffer.size()};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t n = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      if (n <= 0) {
         close();
         return false;
       }
-      pending_.append(loop_.read_buffer.data(), n);
-      if (n < loop_.read_buffer.size()) return true;
+      const int64_t read_ns = steady_now_ns();
+      last_arrival_ns_ = kernel_receive_ns(msg, read_ns).value_or(read_ns);
+      if (pending_.empty()) pending_arrival_ns_ = last_arrival_ns_;
+      pending_.append(loop_.read_buffer.data(), static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < loop_.read_buffer.size()) return true;
       if (pending_.size() > shared_.options.limits.max_head_bytes + shared_.options.limits.max_body_bytes) return true;
     }
   }
@@ -225,6 +243,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     if (pending_.empty()) std::string().swap(pending_);  // idle connections keep no buffer
     continue_sent_ = false;
     request_.received_ns = steady_now_ns();
+    request_.arrived_ns = std::min(pending_arrival_ns_, request_.received_ns);
+    // Pipelined bytes left over arrived with the last read at the latest.
+    pending_arrival_ns_ = last_arrival_ns_;
     ++timer_generation_;
     timer_.cancel();
     dispatch();
@@ -442,7 +463,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   tcp::socket socket_;
   asio::steady_timer timer_;
   State state_ = State::kReading;
-  std::string pending_;  // received, not yet consumed bytes
+  std::string pending_;             // received, not yet consumed bytes
+  int64_t pending_arrival_ns_ = 0;  // when the first of pending_'s bytes reached the socket
+  int64_t last_arrival_ns_ = 0;     // when the bytes of the last read reached the socket
   ServerRequest request_;
   int64_t request_started_ns_ = 0;
   uint64_t timer_generation_ = 0;

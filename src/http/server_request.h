@@ -34,6 +34,9 @@ struct ServerRequest {
   bool keep_alive = true;
   bool expect_continue = false;
   int64_t received_ns = 0;  // steady-clock time the last byte of the request was read
+  // Steady-clock time the request's first bytes reached the server's socket: the kernel's receive
+  // timestamp (plain TCP), else when they were read. <= received_ns; a busy loop does not move it.
+  int64_t arrived_ns = 0;
 
   // First header with that (lower-case) name, or nullptr.
   const std::string* header(std::string_view lower_name) const;

@@ -63,7 +63,8 @@ void FixedScheduleEngine::cancel(uint64_t request_id) {
   if (active_.erase(request_id) > 0) --counters_.num_requests_running;
 }
 
-Result<FixedScheduleEngine::Schedule> FixedScheduleEngine::admit(const sim::GenerationRequest& request) {
+Result<FixedScheduleEngine::Schedule> FixedScheduleEngine::admit(const sim::GenerationRequest& request,
+                                                                 int64_t arrived_ns) {
   auto prompt_tokens = static_cast<int32_t>(request.prompt_token_ids.size());
   if (request.max_tokens < 1) return fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   if (auto fits = check_context_length(prompt_tokens, request.max_tokens, max_model_len_); !fits) {
@@ -72,7 +73,7 @@ Result<FixedScheduleEngine::Schedule> FixedScheduleEngine::admit(const sim::Gene
   Schedule schedule;
   // Ids from the upper half never collide with submit()'s.
   schedule.id = admitted_next_id_.fetch_add(1, std::memory_order_relaxed);
-  schedule.first_due_ns = clock_.now_ns() + ttft_ns_;
+  schedule.first_due_ns = std::min(arrived_ns, clock_.now_ns()) + ttft_ns_;
   schedule.itl_ns = itl_ns_;
   schedule.max_tokens = request.max_tokens;
   schedule.prompt_tokens = prompt_tokens;

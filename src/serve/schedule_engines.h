@@ -2,10 +2,10 @@
 // `--no-delay`: exact, predictable schedules to test clients against and to measure the HTTP
 // front's own capacity.
 //
-// FixedScheduleEngine: the first token of a request is produced `ttft_ms` after it is admitted,
-// then one token every `itl_ms`, always `max_tokens` tokens (finish kLength). Event times are on an
-// absolute schedule (admit + ttft + i·itl): a late wake-up delivers the overdue events at once but
-// never shifts later ones (no drift), and no event is delivered before its time. Two ways in:
+// FixedScheduleEngine: the first token of a request is produced `ttft_ms` after it is admitted
+// (admit(): after the request reached the server's socket), then one token every `itl_ms`, always `max_tokens` tokens
+// (finish kLength). Event times are on an absolute schedule (admit + ttft + i·itl): a late wake-up delivers the overdue
+// events at once but never shifts later ones (no drift), and no event is delivered before its time. Two ways in:
 //   - admit() (what the HTTP front uses): the engine only hands out the request's schedule and
 //     keeps the counters; the caller produces the events itself on its own thread, at their due
 //     times (SimServer: on the connection's event loop, from that loop's timers). No engine thread
@@ -71,10 +71,13 @@ class FixedScheduleEngine final : public sim::LiveEngine {
     int32_t max_tokens = 0;
     int32_t prompt_tokens = 0;
   };
-  // Checks the request like submit() and starts its schedule now; counts it as running. The
-  // caller produces the events (never before their due time), reports them with
-  // count_generated(), and ends the request exactly once with release(). Lock-free.
-  Result<Schedule> admit(const sim::GenerationRequest& request);
+  // Checks the request like submit() and starts its schedule at `arrived_ns` (when the request
+  // reached the server: the first token is due ttft after it; a time after now counts as now),
+  // so the time the front took to read, parse and tokenize it is inside the TTFT, not added to
+  // it. Counts it as running. The caller produces the events (never before their due time),
+  // reports them with count_generated(), and ends the request exactly once with release().
+  // Lock-free.
+  Result<Schedule> admit(const sim::GenerationRequest& request, int64_t arrived_ns);
   // `tokens` tokens of admitted requests were produced (one relaxed add on a per-thread slot).
   void count_generated(int32_t tokens);
   // An admitted request ended: `completed` (all max_tokens produced) or cancelled.

@@ -695,7 +695,7 @@ class Router {
       return error_response(invalid ? 400 : 500, error.message(), invalid ? "BadRequestError" : "InternalServerError");
     };
     if (state_.fixed != nullptr) {
-      auto admitted = state_.fixed->admit(generation);
+      auto admitted = state_.fixed->admit(generation, request.arrived_ns);
       if (!admitted) return engine_error(admitted.error());
       source->set_schedule(*admitted);
     } else {

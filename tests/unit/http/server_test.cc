@@ -16,6 +16,7 @@ namespace {
 using testing::make_get;
 using testing::make_post;
 using testing::RawHttpClient;
+using testing::RawResponse;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -166,6 +167,57 @@ TEST(HttpServer, ListensOnAHostNameAndNamesAnUnknownOne) {
   ASSERT_FALSE(failed);
   EXPECT_NE(failed.error().message().find("cannot listen on no-such-host.invalid"), std::string::npos)
       << failed.error().message();
+}
+
+// A request's arrival is when its first bytes reached the socket (the kernel's receive
+// timestamp), not when the loop got to read them nor when its last byte came.
+TEST(HttpServer, ARequestArrivesWhenItsFirstBytesReachTheSocketEvenWhileTheLoopIsBusy) {
+  ServerOptions options;
+  options.threads = 1;  // one loop: a blocking handler keeps every connection waiting
+  auto started = HttpServer::start(options, [](ServerRequest& request, RequestContext&) {
+    ServerResponse response;
+    if (request.path == "/block") std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    response.body = std::to_string(request.arrived_ns) + " " + std::to_string(request.received_ns);
+    return response;
+  });
+  ASSERT_TRUE(started) << started.error().message();
+  auto server = std::move(*started);
+  auto times = [](const RawResponse& response) {
+    const auto space = response.body.find(' ');
+    return std::pair<int64_t, int64_t>{std::stoll(response.body.substr(0, space)),
+                                       std::stoll(response.body.substr(space + 1))};
+  };
+
+  // Sent in two parts 50 ms apart: arrived with the first, received with the second.
+  auto split = connect(server->port());
+  const std::string request = make_get("/times");
+  const int64_t first_sent = now_ns();
+  ASSERT_TRUE(split.send(request.substr(0, 10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const int64_t second_sent = now_ns();
+  ASSERT_TRUE(split.send(request.substr(10)));
+  auto response = split.read_response();
+  ASSERT_TRUE(response) << response.error().message();
+  auto [arrived, received] = times(*response);
+  EXPECT_GE(arrived, first_sent);
+  EXPECT_LT(arrived, first_sent + 20'000'000);
+  EXPECT_GE(received, second_sent);
+
+  // While the only loop sleeps in a handler, another request's bytes wait in its socket: the
+  // loop reads them ~70 ms later, but they arrived when they were sent.
+  auto blocker = connect(server->port());
+  auto waiting = connect(server->port());
+  ASSERT_TRUE(blocker.send(make_get("/block")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int64_t sent = now_ns();
+  ASSERT_TRUE(waiting.send(make_get("/times")));
+  auto late = waiting.read_response();
+  ASSERT_TRUE(late) << late.error().message();
+  auto [late_arrived, late_received] = times(*late);
+  EXPECT_GE(late_arrived, sent);
+  EXPECT_LT(late_arrived, sent + 20'000'000) << "stamped by the kernel, not by the blocked loop";
+  EXPECT_GE(late_received, sent + 40'000'000) << "the loop was blocked: the test did not test anything";
+  ASSERT_TRUE(blocker.read_response());
 }
 
 TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {

@@ -120,19 +120,23 @@ TEST(FixedScheduleEngine, RejectsPromptsBeyondTheContext) {
 TEST(FixedScheduleEngine, AdmitHandsOutTheScheduleAndKeepsTheCounters) {
   const Clock& clock = steady_clock_instance();
   FixedScheduleEngine engine(50.0, 10.0, 100, clock);
-  int64_t before = clock.now_ns();
-  auto schedule = engine.admit(request(7, 20));
-  int64_t after = clock.now_ns();
+  // The schedule starts when the request arrived, not when it is admitted.
+  const int64_t arrived = clock.now_ns() - 3'000'000;
+  auto schedule = engine.admit(request(7, 20), arrived);
   ASSERT_TRUE(schedule);
-  EXPECT_GE(schedule->first_due_ns, before + 50'000'000);
-  EXPECT_LE(schedule->first_due_ns, after + 50'000'000);
+  EXPECT_EQ(schedule->first_due_ns, arrived + 50'000'000);
   EXPECT_EQ(schedule->itl_ns, 10'000'000);
   EXPECT_EQ(schedule->max_tokens, 20);
   EXPECT_EQ(schedule->prompt_tokens, 7);
-  auto second = engine.admit(request(1, 5));
+  // An arrival time in the future (a clock mix-up) counts as now: nothing is scheduled later.
+  int64_t before = clock.now_ns();
+  auto second = engine.admit(request(1, 5), before + 1'000'000'000);
+  int64_t after = clock.now_ns();
   ASSERT_TRUE(second);
+  EXPECT_GE(second->first_due_ns, before + 50'000'000);
+  EXPECT_LE(second->first_due_ns, after + 50'000'000);
   EXPECT_NE(second->id, schedule->id);
-  EXPECT_FALSE(engine.admit(request(90, 20)));  // beyond the context
+  EXPECT_FALSE(engine.admit(request(90, 20), clock.now_ns()));  // beyond the context
   EXPECT_EQ(engine.metrics().num_requests_running, 2);
   // Tokens reported from several threads are all counted.
   std::vector<std::thread> threads;
