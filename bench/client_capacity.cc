@@ -14,7 +14,8 @@
 //      each --accuracy-concurrency, --accuracy-output-len tokens (100), --accuracy-rounds requests
 //      per stream (2): measured TTFT/ITL p50/p99 minus the truth, beside the server's own delivery
 //      lateness over the measured window (ixbench:token_delivery_lateness_seconds from its
-//      /metrics), so the client's added error is separated from the server's. 10,000 streams at
+//      /metrics; for TTFT its first tokens' lateness, ixbench:first_token_delivery_lateness_seconds),
+//      so the client's added error is separated from the server's. 10,000 streams at
 //      10 ms ask the server for ~1M token events/s; "due" vs "got" shows what it delivered.
 //   Failures are printed by kind with an example message; requests still in flight when a
 //   window ends are "cancelled", not failures.
@@ -481,7 +482,8 @@ ClientResult run_client(const ix::http::Url& url, const Flags& f, int concurrenc
 
 // The server's own timing error: `sim serve` counts, per token event, when it handed the event to
 // the socket minus its scheduled time (ixbench:token_delivery_lateness_seconds, cumulative
-// buckets). Two scrapes bracket the measured window.
+// buckets), and the same for each stream's first token (ixbench:first_token_delivery_lateness_
+// seconds: what the server adds to a TTFT). Two scrapes bracket the measured window.
 struct LatenessScrape {
   bool ok = false;
   std::vector<std::pair<double, double>> buckets;  // (upper bound s, cumulative count)
@@ -489,13 +491,14 @@ struct LatenessScrape {
   double count = 0;
 };
 
-LatenessScrape scrape_lateness(const ix::http::Url& url) {
+struct LatenessScrapes {
+  LatenessScrape tokens;  // every token event
+  LatenessScrape first;   // each stream's first token
+};
+
+LatenessScrape parse_lateness(const std::string& text, std::string_view name) {
   LatenessScrape s;
-  auto r = ix::http::fetch(url, "GET", "/metrics", {}, {}, 5'000'000'000);
-  if (!r || r->status != 200) return s;
-  const std::string_view name = "ixbench:token_delivery_lateness_seconds";
   size_t pos = 0;
-  const std::string& text = r->body;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();
@@ -519,6 +522,13 @@ LatenessScrape scrape_lateness(const ix::http::Url& url) {
     }
   }
   return s;
+}
+
+LatenessScrapes scrape_lateness(const ix::http::Url& url) {
+  auto r = ix::http::fetch(url, "GET", "/metrics", {}, {}, 5'000'000'000);
+  if (!r || r->status != 200) return {};
+  return {parse_lateness(r->body, "ixbench:token_delivery_lateness_seconds"),
+          parse_lateness(r->body, "ixbench:first_token_delivery_lateness_seconds")};
 }
 
 struct Lateness {
@@ -674,9 +684,10 @@ int main(int argc, char** argv) {
       "ms); errors in us = measured - truth\n",
       ttft_ms, itl_ms, acc_len, ttft_ms, itl_ms);
   fmt::print(
-      "{:>7} {:>9} {:>9} | {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>8} {:>8} {:>6} {:>5} {:>6} {:>6} {:>5}\n",
+      "{:>7} {:>9} {:>9} | {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>6} {:>5} {:>6} "
+      "{:>6} {:>5}\n",
       "streams", "due ev/s", "got ev/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "srv p50", "srv p99", "srv mean",
-      "lag p99", "rd dly", "coal%", "ev/rd", "ns/ev", "fail", "sat");
+      "1st p50", "1st p99", "lag p99", "rd dly", "coal%", "ev/rd", "ns/ev", "fail", "sat");
   size_t pos = 0;
   while (pos < f.accuracy.size()) {
     size_t end = f.accuracy.find(',', pos);
@@ -699,21 +710,23 @@ int main(int argc, char** argv) {
       const double window_s = f.accuracy_rounds * (ttft_ms + (acc_len - 1) * itl_ms) / 1e3;
       paced_raw = raw_reader(acc_url, f, c, acc_len, window_s);
     }
-    LatenessScrape before;
+    LatenessScrapes before;
     ClientResult acc = run_client(acc_url, f, c, acc_len, int64_t{f.accuracy_rounds} * c, 1e9,
                                   [&] { before = scrape_lateness(acc_url); });
-    const Lateness srv = lateness_between(before, scrape_lateness(acc_url));
+    const LatenessScrapes after = scrape_lateness(acc_url);
+    const Lateness srv = lateness_between(before.tokens, after.tokens);
+    const Lateness srv_first = lateness_between(before.first, after.first);
     // A closed loop at c streams: each request streams acc_len events over ttft + (len-1) itl.
     const double due = c * acc_len / ((ttft_ms + (acc_len - 1) * itl_ms) / 1e3);
     auto us = [](double measured_ms, double truth_ms) { return (measured_ms - truth_ms) * 1e3; };
-    auto srv_us = [&](double v) { return srv.known ? fmt::format("{:.0f}", v) : std::string("n/a"); };
+    auto srv_us = [](const Lateness& l, double v) { return l.known ? fmt::format("{:.0f}", v) : std::string("n/a"); };
     fmt::print(
-        "{:>7} {:>9.0f} {:>9.0f} | {:>8.0f} {:>8.0f} {:>8.0f} {:>8.0f} | {:>8} {:>8} {:>8} | {:>8.0f} {:>8.0f} "
-        "{:>6.2f} {:>5.2f} {:>6.0f} "
-        "{:>6} {:>5}\n",
+        "{:>7} {:>9.0f} {:>9.0f} | {:>8.0f} {:>8.0f} {:>8.0f} {:>8.0f} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8.0f} "
+        "{:>8.0f} {:>6.2f} {:>5.2f} {:>6.0f} {:>6} {:>5}\n",
         c, due, acc.events_per_s, us(acc.ttft_ms.percentiles[0].second, ttft_ms),
         us(acc.ttft_ms.percentiles[1].second, ttft_ms), us(acc.itl_ms.percentiles[0].second, itl_ms),
-        us(acc.itl_ms.percentiles[1].second, itl_ms), srv_us(srv.p50_us), srv_us(srv.p99_us), srv_us(srv.mean_us),
+        us(acc.itl_ms.percentiles[1].second, itl_ms), srv_us(srv, srv.p50_us), srv_us(srv, srv.p99_us),
+        srv_us(srv, srv.mean_us), srv_us(srv_first, srv_first.p50_us), srv_us(srv_first, srv_first.p99_us),
         acc.health.event_loop_lag_p99_ms * 1e3, acc.read_delay_mean_us, acc.coalesced_fraction * 100,
         acc.events_per_read, acc.cpu_ns_per_event, acc.failed, acc.health.saturated ? "yes" : "no");
     if (acc.failed > 0 || acc.warmup_failed > 0) fmt::print("{}\n", failures_text(acc).substr(1));
@@ -727,7 +740,8 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "  due/got ev/s: token events per second the schedule asks for / the client received; TTFT, ITL: client-measured "
-      "minus truth; srv: the server's delivery lateness (socket write minus schedule); lag p99: client "
+      "minus truth; srv: the server's delivery lateness (socket write minus schedule); 1st: the same for each stream's "
+      "first token (the server's share of the TTFT error); lag p99: client "
       "event-loop lag; rd dly: mean delay of reads after the kernel stamped them (removed from the stamps); coal%: ITL "
       "gaps of 0 (two events in one read: the earlier one is stamped late); ev/rd: content events per socket read; "
       "ns/ev: client loop CPU per content event; sat: the client marked itself saturated\n");

@@ -103,7 +103,8 @@ ServeMetrics::ServeMetrics()
     : ttft_(ttft_buckets()),
       inter_token_(tpot_buckets()),
       e2e_(e2e_buckets()),
-      delivery_lateness_(lateness_buckets()) {}
+      delivery_lateness_(lateness_buckets()),
+      first_token_lateness_(lateness_buckets()) {}
 
 void ServeMetrics::count_finished(sim::FinishReason reason) {
   switch (reason) {
@@ -164,6 +165,9 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",
       "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", labels);
+  first_token_lateness_.render(out, "ixbench:first_token_delivery_lateness_seconds",
+                               "Histogram of each stream's first token event's delivery time minus its scheduled time.",
+                               labels);
   gauge(out, "ixbench:profile_starts_total", "Calls of /start_profile.", "counter", labels,
         static_cast<double>(profile_starts_.load(std::memory_order_relaxed)));
   gauge(out, "ixbench:profile_stops_total", "Calls of /stop_profile.", "counter", labels,

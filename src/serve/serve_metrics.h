@@ -52,6 +52,9 @@ class ServeMetrics {
   // (engine time). With --fixed-* this is the server's own timing error (tick granularity,
   // scheduling, a busy loop); clients subtract it from what they measured to isolate their own.
   Histogram& delivery_lateness() { return delivery_lateness_; }
+  // The same for each stream's first token alone: what the server adds to a measured TTFT (a
+  // closed loop's requests arrive together, so their first tokens fall due together).
+  void observe_first_token_lateness_s(double seconds) { first_token_lateness_.observe(seconds); }
   void observe_e2e_s(double seconds) { e2e_.observe(seconds); }
   void count_finished(sim::FinishReason reason);
   void count_profile_start() { profile_starts_.fetch_add(1, std::memory_order_relaxed); }
@@ -66,6 +69,7 @@ class ServeMetrics {
   Histogram inter_token_;
   Histogram e2e_;
   Histogram delivery_lateness_;
+  Histogram first_token_lateness_;
   std::atomic<int64_t> finished_length_{0};
   std::atomic<int64_t> finished_stop_{0};
   std::atomic<int64_t> finished_abort_{0};

@@ -309,6 +309,11 @@ class CompletionSource final : public http::BodySource {
     shared_->wake_requested = false;
     if (shared_->pending_events > 0) {
       record_lateness(now_ns, shared_->pending_first_ns, shared_->pending_last_ns, shared_->pending_events);
+      if (!first_token_taken_) {
+        first_token_taken_ = true;
+        state_.metrics.observe_first_token_lateness_s(
+            static_cast<double>(std::max<int64_t>(now_ns - shared_->pending_first_ns, 0)) / 1e9);
+      }
       shared_->pending_events = 0;
     }
     for (const Run& run : shared_->runs) {
@@ -484,6 +489,7 @@ class CompletionSource final : public http::BodySource {
   bool engine_done_ = false;
   // Fixed schedule (see produce_due).
   bool scheduled_ = false;
+  bool first_token_taken_ = false;  // the stream's first token's lateness is recorded
   FixedScheduleEngine::Schedule schedule_;
   int32_t produced_ = 0;
   bool ended_ = false;

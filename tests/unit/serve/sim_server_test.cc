@@ -373,6 +373,15 @@ TEST(SimServer, FixedScheduleExportsDeliveryLateness) {
   const size_t at = metrics.find(le50);
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GE(std::stod(metrics.substr(at + le50.size())), 4.0);
+  // The first token alone, once per stream: what the server adds to a client's TTFT.
+  EXPECT_NE(metrics.find("ixbench:first_token_delivery_lateness_seconds_count{model_name=\"test-model\"} 1.0"),
+            std::string::npos)
+      << metrics;
+  const std::string first50 =
+      "ixbench:first_token_delivery_lateness_seconds_bucket{model_name=\"test-model\",le=\"0.05\"} ";
+  const size_t first_at = metrics.find(first50);
+  ASSERT_NE(first_at, std::string::npos) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(first_at + first50.size())), 1.0);
 }
 
 // With several loop threads each connection's loop produces its own stream's events from its
