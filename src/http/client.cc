@@ -5,8 +5,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -550,29 +548,22 @@ struct ClientLoop::Impl {
     Connection& c = *ex->conn;
     const bool to_end = c.peer_closed;
     for (int round = 0; round < 4; ++round) {
-      iovec iov{c.buffer.data(), c.buffer.size()};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      const ssize_t n = ::recvmsg(c.fd, &msg, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      const TimedRead read = receive_timed(c.fd, c.buffer.data(), c.buffer.size());
+      const ssize_t n = read.bytes;
+      if (n < 0 && read.error == EINTR) continue;
+      if (n < 0 && (read.error == EAGAIN || read.error == EWOULDBLOCK)) {
         c.readable = false;
         return;
       }
-      const int64_t t_read = now();
       if (n < 0) {
-        io_error(ex, boost::system::error_code(errno, boost::system::system_category()), t_read);
+        io_error(ex, boost::system::error_code(read.error, boost::system::system_category()), read.read_ns);
         return;
       }
       if (n == 0) {
-        io_error(ex, asio::error::eof, t_read);
+        io_error(ex, asio::error::eof, read.read_ns);
         return;
       }
-      const int64_t t = kernel_time(msg, t_read);
+      const int64_t t = kernel_time(read);
       if (!on_bytes(ex, static_cast<size_t>(n), t)) return;
       if (static_cast<size_t>(n) < c.buffer.size() && !to_end) {
         c.readable = false;
@@ -584,17 +575,15 @@ struct ClientLoop::Impl {
     });
   }
 
-  // The receive time the kernel recorded (CLOCK_REALTIME) mapped onto the steady clock; the read
-  // time when the kernel gave none. Never later than the read.
-  int64_t kernel_time(msghdr& msg, int64_t t_read) {
-    if (!options.kernel_timestamps) return t_read;
-    const std::optional<int64_t> t = kernel_receive_ns(msg, t_read);
-    if (!t) return t_read;
-    const int64_t delay = t_read - *t;
+  // The receive time the kernel recorded for a read's bytes; the read time when it gave none or
+  // kernel timestamps are off. Never later than the read.
+  int64_t kernel_time(const TimedRead& read) {
+    if (!options.kernel_timestamps || !read.arrived_ns) return read.read_ns;
+    const int64_t delay = read.read_ns - *read.arrived_ns;
     ++counters.kernel_timestamps;
     counters.stamp_delay_sum_ns += delay;
     counters.stamp_delay_max_ns = std::max(counters.stamp_delay_max_ns, delay);
-    return *t;
+    return *read.arrived_ns;
   }
 
   void report_head(Exchange& ex) {

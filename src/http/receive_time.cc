@@ -1,8 +1,11 @@
 #include "http/receive_time.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/clock.h"
@@ -14,7 +17,19 @@ bool enable_receive_timestamps(int fd) {
   return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) == 0;
 }
 
-std::optional<int64_t> kernel_receive_ns(msghdr& msg, int64_t read_ns) {
+TimedRead receive_timed(int fd, char* data, size_t size) {
+  iovec iov{data, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  TimedRead read;
+  read.bytes = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+  read.error = read.bytes < 0 ? errno : 0;
+  read.read_ns = steady_clock_instance().now_ns();
+  if (read.bytes <= 0) return read;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
     timespec kernel{};
@@ -24,9 +39,10 @@ std::optional<int64_t> kernel_receive_ns(msghdr& msg, int64_t read_ns) {
     const int64_t mono_now = steady_clock_instance().now_ns();
     const int64_t real_now_ns = static_cast<int64_t>(real_now.tv_sec) * 1'000'000'000 + real_now.tv_nsec;
     const int64_t kernel_ns = static_cast<int64_t>(kernel.tv_sec) * 1'000'000'000 + kernel.tv_nsec;
-    return std::min(read_ns, kernel_ns - (real_now_ns - mono_now));
+    read.arrived_ns = std::min(read.read_ns, kernel_ns - (real_now_ns - mono_now));
+    break;
   }
-  return std::nullopt;
+  return read;
 }
 
 }  // namespace ix::http

@@ -1,12 +1,13 @@
-// Kernel receive timestamps of socket bytes (SO_TIMESTAMPNS), on the steady clock: the client
-// stamps SSE events with them and the server anchors `sim serve --fixed-*` schedules on them, so
-// a busy event loop delays neither.
+// Socket reads with the kernel's receive timestamp of the bytes (SO_TIMESTAMPNS) on the steady
+// clock: the client stamps SSE events with it and the server anchors `sim serve --fixed-*`
+// schedules on it, so a busy event loop delays neither.
 //
 // Thread-safety: free functions without state.
 #pragma once
 
-#include <sys/socket.h>
+#include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -15,11 +16,18 @@ namespace ix::http {
 // Asks the kernel to record when each segment arrived on `fd`; false when it refuses.
 bool enable_receive_timestamps(int fd);
 
-// The receive time the kernel recorded for the bytes of `msg` (an SCM_TIMESTAMPNS control message,
-// CLOCK_REALTIME) mapped onto the steady clock (CLOCK_MONOTONIC, std::chrono::steady_clock) with
-// the offset between the two clocks read now; never later than `read_ns`, the steady time the
-// bytes were read. nullopt when `msg` carries no timestamp (timestamps off, or bytes queued
-// before they were turned on).
-std::optional<int64_t> kernel_receive_ns(msghdr& msg, int64_t read_ns);
+struct TimedRead {
+  ssize_t bytes = 0;    // recvmsg()'s result: > 0 bytes read, 0 end of stream, -1 failed (`error`)
+  int error = 0;        // errno when bytes < 0 (EAGAIN: nothing to read; EINTR: retry)
+  int64_t read_ns = 0;  // steady-clock time right after the call
+  // When the bytes reached the socket: the kernel's timestamp (CLOCK_REALTIME) mapped onto the
+  // steady clock (CLOCK_MONOTONIC, std::chrono::steady_clock) with the clocks' offset read now,
+  // never later than read_ns. nullopt when the kernel recorded none (timestamps off, or bytes
+  // queued before they were turned on). With several segments in one read: the last one's.
+  std::optional<int64_t> arrived_ns;
+};
+
+// One non-blocking recvmsg() of at most `size` bytes into `data`.
+TimedRead receive_timed(int fd, char* data, size_t size);
 
 }  // namespace ix::http

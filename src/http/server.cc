@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -182,22 +180,15 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   // then).
   bool read_available() {
     while (true) {
-      iovec iov{loop_.read_buffer.data(), loop_.read_buffer.size()};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      const ssize_t n = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      const TimedRead read = receive_timed(socket_.native_handle(), loop_.read_buffer.data(), loop_.read_buffer.size());
+      const ssize_t n = read.bytes;
+      if (n < 0 && read.error == EINTR) continue;
+      if (n < 0 && (read.error == EAGAIN || read.error == EWOULDBLOCK)) return true;
       if (n <= 0) {
         close();
         return false;
       }
-      const int64_t read_ns = steady_now_ns();
-      last_arrival_ns_ = kernel_receive_ns(msg, read_ns).value_or(read_ns);
+      last_arrival_ns_ = read.arrived_ns.value_or(read.read_ns);
       if (pending_.empty()) pending_arrival_ns_ = last_arrival_ns_;
       pending_.append(loop_.read_buffer.data(), static_cast<size_t>(n));
       if (static_cast<size_t>(n) < loop_.read_buffer.size()) return true;
