@@ -34,12 +34,12 @@ TimedRead receive_timed(int fd, char* data, size_t size) {
     if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
     timespec kernel{};
     std::memcpy(&kernel, CMSG_DATA(cm), sizeof(kernel));
+    // The clocks' offset from one reading of each, taken back to back (read_ns was just taken).
     timespec real_now{};
     clock_gettime(CLOCK_REALTIME, &real_now);
-    const int64_t mono_now = steady_clock_instance().now_ns();
     const int64_t real_now_ns = static_cast<int64_t>(real_now.tv_sec) * 1'000'000'000 + real_now.tv_nsec;
     const int64_t kernel_ns = static_cast<int64_t>(kernel.tv_sec) * 1'000'000'000 + kernel.tv_nsec;
-    read.arrived_ns = std::min(read.read_ns, kernel_ns - (real_now_ns - mono_now));
+    read.arrived_ns = std::min(read.read_ns, kernel_ns - (real_now_ns - read.read_ns));
     break;
   }
   return read;

@@ -336,6 +336,19 @@ Result<Catalog> Catalog::parse(const std::string& hardware_json, const std::stri
   return catalog;
 }
 
+CatalogFile optional_catalog_file(const std::string& catalog_dir, const std::string& name, const char* embedded) {
+  if (!catalog_dir.empty()) {
+    const std::filesystem::path path = std::filesystem::path(catalog_dir) / name;
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream buffer;
+      buffer << in.rdbuf();
+      return {buffer.str(), path.string()};
+    }
+  }
+  return {embedded, "data/catalog/" + name};
+}
+
 Result<Catalog> Catalog::builtin() {
   return parse(embedded_hardware_json(), embedded_models_json());
 }

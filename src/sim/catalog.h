@@ -105,4 +105,13 @@ const char* embedded_models_json();
 const char* embedded_calibration_json();
 const char* embedded_recipes_json();  // data/catalog/recipes.json: SGLang recipe flags per CONFIG_FILE
 
+// An optional catalog file (calibration.json, recipes.json): `catalog_dir`/`name` when a directory
+// is given and holds that file, else the embedded text (a directory may override only some files).
+// `origin` names where the text came from, for error messages.
+struct CatalogFile {
+  std::string text;
+  std::string origin;
+};
+CatalogFile optional_catalog_file(const std::string& catalog_dir, const std::string& name, const char* embedded);
+
 }  // namespace ix::sim

@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/strings.h"
 #include "sim/engine_core.h"
@@ -34,14 +31,6 @@ Result<void> check_topology(const WorkerTopology& topology, std::string_view pre
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--{}workers must be >= 1 with disaggregation, got {}", prefix, topology.num_workers));
   return {};
-}
-
-Result<std::string> read_optional(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::string();
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 }  // namespace
@@ -219,14 +208,8 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   if (calibration != nullptr) {
     table = *calibration;
   } else {
-    std::string text;
-    const auto path = std::filesystem::path(config.catalog_dir) / "calibration.json";
-    if (!config.catalog_dir.empty()) {
-      auto read = read_optional(path);
-      if (!read) return fail(read.error());
-      text = *read;
-    }
-    auto parsed = text.empty() ? CalibrationTable::builtin() : CalibrationTable::parse(text, path.string());
+    const CatalogFile file = optional_catalog_file(config.catalog_dir, "calibration.json", embedded_calibration_json());
+    auto parsed = CalibrationTable::parse(file.text, file.origin);
     if (!parsed) return fail(parsed.error());
     table = std::move(*parsed);
   }

@@ -5,7 +5,6 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <climits>
-#include <filesystem>
 #include <optional>
 
 #include "common/json_io.h"
@@ -130,11 +129,13 @@ Result<SideLimits> recipe_running_requests(const boost::json::value& value, cons
 // "decode": {...}, "source": ...}]}; a row's CONFIG_FILE value is looked up as written.
 Result<std::optional<boost::json::value>> catalog_recipe(const std::string& catalog_dir,
                                                          const std::string& config_file) {
-  static const Result<boost::json::value> builtin = json::parse(embedded_recipes_json(), "data/catalog/recipes.json");
+  auto parse = [](const CatalogFile& file) { return json::parse(file.text, file.origin); };
+  static const Result<boost::json::value> builtin =
+      parse(optional_catalog_file("", "recipes.json", embedded_recipes_json()));
   Result<boost::json::value> from_dir = boost::json::value();
   const Result<boost::json::value>* catalog = &builtin;
-  if (!catalog_dir.empty() && std::filesystem::exists(std::filesystem::path(catalog_dir) / "recipes.json")) {
-    from_dir = json::read_file((std::filesystem::path(catalog_dir) / "recipes.json").string());
+  if (!catalog_dir.empty()) {
+    from_dir = parse(optional_catalog_file(catalog_dir, "recipes.json", embedded_recipes_json()));
     catalog = &from_dir;
   }
   if (!*catalog) return fail(catalog->error());

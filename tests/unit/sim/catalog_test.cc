@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "sim/calibration.h"
 #include "sim/engine_core.h"
@@ -184,6 +186,37 @@ TEST(Catalog, CalibrationSiblingMustNameAnotherEntry) {
   auto builtin = Catalog::builtin();
   ASSERT_TRUE(builtin);
   EXPECT_EQ((*builtin->hardware("gb300"))->calibration_sibling, "b300");
+}
+
+// --catalog-dir DIR: hardware.json and models.json must be there; calibration.json is optional
+// (the built-in one otherwise) and, when present, is what the engine uses, errors naming the file.
+TEST(CatalogDir, CalibrationJsonIsOptionalAndWinsWhenPresent) {
+  const std::string dir = ::testing::TempDir() + "/ix_catalog_dir_calibration";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/calibration.json");
+  std::ofstream(dir + "/hardware.json") << embedded_hardware_json();
+  std::ofstream(dir + "/models.json") << embedded_models_json();
+  EngineConfig config;
+  config.hardware = "h200";
+  config.framework = "sglang";
+  config.tp = 8;
+  config.catalog_dir = dir;
+  auto builtin = resolve_engine(config);
+  ASSERT_TRUE(builtin) << builtin.error().message();
+  auto table = CalibrationTable::builtin();
+  ASSERT_TRUE(table);
+  EXPECT_EQ(builtin->calibration_source, table->source());
+
+  std::ofstream(dir + "/calibration.json") << R"({"source": "test", "defaults": {"fixed_scale": 7}})";
+  auto own = resolve_engine(config);
+  ASSERT_TRUE(own) << own.error().message();
+  EXPECT_EQ(own->calibration_source, "test");
+  EXPECT_DOUBLE_EQ(own->efficiency.fixed_scale, 7);
+
+  std::ofstream(dir + "/calibration.json") << R"({"defualts": {}})";
+  auto broken = resolve_engine(config);
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message().find(dir + "/calibration.json"), std::string::npos) << broken.error().message();
 }
 
 TEST(CalibrationTable, UnknownKeysAreErrorsNamingTheFile) {
