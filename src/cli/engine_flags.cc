@@ -20,12 +20,17 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
   app.add_option("--spec-decoding", flags.spec_decoding, "speculative decoding: none | mtp | draft_model")
       ->capture_default_str();
-  app.add_option("--num-spec-tokens", c.num_spec_tokens, "draft tokens per step (0 = model default)")
+  app.add_option(
+         "--num-spec-tokens", c.num_spec_tokens,
+         "draft tokens per step (0 = model default; 1 for single-node trt with --dp-attn, as InferenceX's scripts)")
       ->capture_default_str();
   app.add_option("--acceptance-length", c.acceptance_length,
                  "mean tokens per verify step, the golden AL (0 = model default)")
       ->capture_default_str();
-  app.add_option("--max-num-seqs", c.max_num_seqs, "maximum running requests per rank")->capture_default_str();
+  app.add_option("--max-num-seqs", c.max_num_seqs,
+                 "maximum running requests per rank (0 = 1024, or the InferenceX recipe's value per concurrency in sim "
+                 "predict: conc/tp for trt with MTP and --dp-attn)")
+      ->capture_default_str();
   app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step (chunked prefill)")
       ->capture_default_str();
   app.add_option("--long-prefill-token-threshold", c.long_prefill_token_threshold,
@@ -43,6 +48,17 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "SGLang's: take in new requests every N decode steps (1 = every step; 0 = the InferenceX "
                  "recipe's value for each benchmark concurrency in sim predict — 10/30 for SGLang on B200/B300 — "
                  "else 1)")
+      ->capture_default_str();
+  app.add_option("--attention-dp-balance", flags.attention_dp_balance,
+                 "TRT-LLM's attention-DP context balancing: auto (on for trt with --dp-attn, as InferenceX's "
+                 "scripts set it) | on | off")
+      ->capture_default_str();
+  app.add_option("--attention-dp-timeout-iters", c.attention_dp_timeout_iters,
+                 "balancing: iterations after which waiting prompts start anyway (attention_dp_config.timeout_iters)")
+      ->capture_default_str();
+  app.add_option("--attention-dp-batching-wait-iters", c.attention_dp_batching_wait_iters,
+                 "balancing: extra iterations to wait when every rank has a prompt and is decoding "
+                 "(attention_dp_config.batching_wait_iters)")
       ->capture_default_str();
   app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
@@ -80,6 +96,9 @@ Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
   auto spec = sim::parse_spec_decoding(flags.spec_decoding);
   if (!spec) return fail(spec.error());
   config.spec_decoding = *spec;
+  auto balance = sim::parse_attention_dp_balance(flags.attention_dp_balance);
+  if (!balance) return fail(balance.error());
+  config.attention_dp_balance = *balance;
   if ((flags.prefill_workers > 0) != (flags.decode_workers > 0))
     return fail(ErrorCode::kInvalidArgument,
                 "disaggregation needs both --prefill-workers and --decode-workers (>= 1 each), or neither");

@@ -17,6 +17,7 @@ namespace ix::cli {
 struct EngineFlags {
   sim::EngineConfig config;
   std::string spec_decoding = "none";
+  std::string attention_dp_balance = "auto";
   int32_t prefill_workers = 0;  // > 0 together with decode_workers: disaggregated
   int32_t decode_workers = 0;
 };
@@ -24,7 +25,8 @@ struct EngineFlags {
 // Adds --model --hardware --precision --framework --tp --ep --dp-attn --replicas
 // --spec-decoding --num-spec-tokens --acceptance-length --max-num-seqs --max-num-batched-tokens
 // --long-prefill-token-threshold --block-size --enable-prefix-caching/--no-enable-prefix-caching
-// --gpu-memory-utilization --num-gpu-blocks-override --scheduler-recv-interval --max-model-len --seed --jitter
+// --gpu-memory-utilization --num-gpu-blocks-override --scheduler-recv-interval --attention-dp-balance
+// --attention-dp-timeout-iters --attention-dp-batching-wait-iters --max-model-len --seed --jitter
 // --catalog-dir and the disaggregation flags --prefill-workers --prefill-tp --prefill-ep --prefill-dp-attn (and
 // --decode-*).
 void add_engine_flags(CLI::App& app, EngineFlags& flags);

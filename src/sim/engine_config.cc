@@ -140,8 +140,9 @@ Result<void> validate(const EngineConfig& config) {
     return fail(
         ErrorCode::kInvalidArgument,
         fmt::format("--acceptance-length must be >= 1 (or 0 for the model default), got {}", config.acceptance_length));
-  if (config.max_num_seqs < 1)
-    return fail(ErrorCode::kInvalidArgument, fmt::format("--max-num-seqs must be >= 1, got {}", config.max_num_seqs));
+  if (config.max_num_seqs < 0)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--max-num-seqs must be >= 1 (or 0 for the recipe default), got {}", config.max_num_seqs));
   for (const auto* side : {&config.prefill, &config.decode}) {
     if (side->max_num_seqs < 0)
       return fail(ErrorCode::kInvalidArgument,
@@ -167,11 +168,49 @@ Result<void> validate(const EngineConfig& config) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--scheduler-recv-interval must be >= 1 (or 0 for the recipe default), got {}",
                             config.scheduler_recv_interval));
+  if (config.attention_dp_timeout_iters < 1)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--attention-dp-timeout-iters must be >= 1, got {}", config.attention_dp_timeout_iters));
+  if (config.attention_dp_batching_wait_iters < 0)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--attention-dp-batching-wait-iters must be >= 0, got {}",
+                                                         config.attention_dp_batching_wait_iters));
   if (!(config.jitter_sigma >= 0 && config.jitter_sigma < 1))
     return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));
   auto resolved = resolve_engine(config);
   if (!resolved) return fail(resolved.error());
   return {};
+}
+
+Result<AttentionDpBalance> parse_attention_dp_balance(const std::string& text) {
+  const std::string value = ascii_lower(text);
+  if (value == "auto") return AttentionDpBalance::kAuto;
+  if (value == "on") return AttentionDpBalance::kOn;
+  if (value == "off") return AttentionDpBalance::kOff;
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("--attention-dp-balance must be auto, on or off, got '{}'", text));
+}
+
+std::string attention_dp_balance_name(AttentionDpBalance balance) {
+  switch (balance) {
+    case AttentionDpBalance::kOn: return "on";
+    case AttentionDpBalance::kOff: return "off";
+    case AttentionDpBalance::kAuto: break;
+  }
+  return "auto";
+}
+
+bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family) {
+  if (config.disagg || !config.dp_attn) return false;
+  if (config.attention_dp_balance == AttentionDpBalance::kAuto) return family == FrameworkFamily::kTrtllm;
+  return config.attention_dp_balance == AttentionDpBalance::kOn;
+}
+
+int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, int32_t conc) {
+  if (config.max_num_seqs > 0) return config.max_num_seqs;
+  if (conc > 0 && !config.disagg && config.dp_attn && family == FrameworkFamily::kTrtllm &&
+      config.spec_decoding == SpecDecoding::kMtp)
+    return std::max(1, conc / std::max(1, config.tp));
+  return kDefaultMaxNumSeqs;
 }
 
 int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc) {
@@ -233,7 +272,11 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   engine.calibration_source = table.source();
 
   if (config.spec_decoding != SpecDecoding::kNone) {
-    engine.num_spec_tokens = config.num_spec_tokens > 0 ? config.num_spec_tokens : engine.model.default_num_spec_tokens;
+    const bool trt_dp_attn = engine.family == FrameworkFamily::kTrtllm && !config.disagg && config.dp_attn &&
+                             config.spec_decoding == SpecDecoding::kMtp;
+    engine.num_spec_tokens = config.num_spec_tokens > 0 ? config.num_spec_tokens
+                             : trt_dp_attn              ? 1
+                                                        : engine.model.default_num_spec_tokens;
     engine.acceptance_length =
         config.acceptance_length > 0
             ? config.acceptance_length

@@ -23,6 +23,10 @@ enum class SpecDecoding { kNone, kMtp, kDraftModel };
 // Engine families share a scheduler but have their own calibration (overheads, kernels).
 enum class FrameworkFamily { kVllm, kSglang, kTrtllm, kAtom };
 
+enum class AttentionDpBalance { kAuto, kOn, kOff };
+
+inline constexpr int32_t kDefaultMaxNumSeqs = 1024;
+
 // One side of a disaggregated deployment (or the whole engine when not disaggregated).
 struct WorkerTopology {
   int32_t num_workers = 1;  // engines of this kind
@@ -56,10 +60,14 @@ struct EngineConfig {
   WorkerTopology decode;
 
   SpecDecoding spec_decoding = SpecDecoding::kNone;
-  int32_t num_spec_tokens = 0;     // draft tokens per step; 0 = model default
+  // Draft tokens per step; 0 = the model's default, or 1 for single-node TRT-LLM with DP attention
+  // (InferenceX's TRT-LLM MTP scripts: num_nextn_predict_layers 1 with attention DP, else 3).
+  int32_t num_spec_tokens = 0;
   double acceptance_length = 0.0;  // mean tokens per verify step (golden AL); 0 = model default
 
-  int32_t max_num_seqs = 1024;
+  // Running requests per rank; 0 = the recipe's value where `sim predict` knows it
+  // (recipe_max_num_seqs), else kDefaultMaxNumSeqs.
+  int32_t max_num_seqs = 0;
   int32_t max_num_batched_tokens = 8192;
   int32_t long_prefill_token_threshold = 0;  // 0 = no per-request cap below the token budget
   int32_t block_size = 16;
@@ -75,6 +83,18 @@ struct EngineConfig {
   // recipe's value for the benchmark's concurrency where `sim predict` knows it
   // (recipe_scheduler_recv_interval), else 1.
   int32_t scheduler_recv_interval = 0;
+  // TRT-LLM's attention-DP context balancing (`attention_dp_config` with enable_balance): with DP
+  // attention, waiting prompts start only in an iteration where every rank has one to start and a
+  // free slot (after `batching_wait_iters` more iterations when every rank is also decoding), or
+  // when `timeout_iters` iterations passed without that (the counter runs every iteration, so
+  // new prompts then start on a fixed cadence), or while some rank has nothing running. kAuto: on
+  // for TRT-LLM with DP attention outside disaggregation (InferenceX's single-node TRT-LLM
+  // scripts set enable_balance, batching_wait_iters 0, timeout_iters 60); a disaggregated
+  // context server never decodes and a generation server receives no prompts, so there it
+  // changes nothing.
+  AttentionDpBalance attention_dp_balance = AttentionDpBalance::kAuto;
+  int32_t attention_dp_timeout_iters = 60;
+  int32_t attention_dp_batching_wait_iters = 0;
   uint64_t seed = 0;
   double jitter_sigma = 0.0;  // lognormal step-time jitter (0 = deterministic step times)
 
@@ -112,6 +132,18 @@ Result<void> validate(const EngineConfig& config);
 // scheduler-recv-interval" in data/inferencex/perf-changelog.yaml; the measured TTFT of those
 // rows grows with TPOT as N/2 steps predict); everything else 1.
 int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc);
+
+// "auto" | "on" | "off".
+Result<AttentionDpBalance> parse_attention_dp_balance(const std::string& text);
+std::string attention_dp_balance_name(AttentionDpBalance balance);
+// Whether a single-node engine of this configuration balances contexts across its DP-attention
+// ranks (attention_dp_balance resolved for the framework; false without DP attention).
+bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family);
+
+// Running requests per rank an engine runs with at benchmark concurrency `conc` (0 = unknown): the
+// configured value, or for 0 the InferenceX recipes' choice — single-node TRT-LLM with MTP and DP
+// attention runs max_batch_size = conc / tp — else kDefaultMaxNumSeqs.
+int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, int32_t conc);
 
 // Total GPUs the configuration occupies (prefill + decode GPUs when disaggregated).
 int32_t total_gpus(const EngineConfig& config);

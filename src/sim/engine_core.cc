@@ -75,6 +75,10 @@ struct Instance {
   std::vector<Request*> inbox;
   int32_t recv_counter = 0;
   bool step_has_prefill = false;
+  // TRT-LLM's attention-DP context balancing (EngineConfig::attention_dp_balance).
+  bool adp_balance = false;
+  int32_t adp_waiting_iters = 0;
+  int32_t adp_batching_iters = 0;
 
   bool scheduling() const {
     for (const auto& rank : ranks)
@@ -224,7 +228,34 @@ struct EngineCore::Impl {
     counters.num_preemptions += 1;
   }
 
-  void schedule(Instance& inst, Rank& rank) {
+  // TRT-LLM's _balance_adp_requests, once per iteration of a balancing instance: may waiting
+  // prompts start this iteration?
+  bool contexts_may_start(Instance& inst) {
+    if (!inst.adp_balance) return true;
+    bool all_have_prompt = true, all_running = true, all_have_slot = true;
+    for (const auto& rank : inst.ranks) {
+      all_have_prompt = all_have_prompt && !rank.waiting.empty();
+      all_running = all_running && !rank.running.empty();
+      all_have_slot = all_have_slot && int64_t(rank.running.size()) < inst.max_seqs;
+    }
+    if (all_have_prompt && all_have_slot) {
+      inst.adp_waiting_iters = 0;
+      if (all_running && inst.adp_batching_iters < config().attention_dp_batching_wait_iters) {
+        ++inst.adp_batching_iters;
+        return false;
+      }
+      inst.adp_batching_iters = 0;
+      return true;
+    }
+    ++inst.adp_waiting_iters;
+    if (inst.adp_waiting_iters >= config().attention_dp_timeout_iters || !all_running) {
+      inst.adp_waiting_iters = 0;
+      return true;
+    }
+    return false;
+  }
+
+  void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
     int64_t budget = config().max_num_batched_tokens;
@@ -260,7 +291,7 @@ struct EngineCore::Impl {
       ++i;
     }
 
-    if (preempted) return;
+    if (preempted || !admit) return;
     const int32_t block_size = rank.pool.block_size();
     while (!rank.waiting.empty() && int64_t(rank.running.size()) < inst.max_seqs && budget > 0) {
       Request* r = rank.waiting.front();
@@ -309,8 +340,9 @@ struct EngineCore::Impl {
     receive(inst);
     bool any = false;
     bool prefill = false;
+    const bool admit = contexts_may_start(inst);
     for (auto& rank : inst.ranks) {
-      schedule(inst, rank);
+      schedule(inst, rank, admit);
       any = any || rank.load.tokens > 0;
       prefill = prefill || rank.load.prefill_tokens > 0;
     }
@@ -520,7 +552,10 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                 engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
                                 engine.config.gpu_memory_utilization));
-      inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs : config.max_num_seqs;
+      inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs
+                      : config.max_num_seqs > 0 ? config.max_num_seqs
+                                                : kDefaultMaxNumSeqs;
+      inst.adp_balance = stage == Stage::kUnified && attention_dp_balancing(config, engine.family);
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)
         inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,

@@ -100,6 +100,12 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
   out["acceptance_length"] = engine.num_spec_tokens > 0 ? engine.acceptance_length : 1.0;
   out["max_num_seqs"] = c.max_num_seqs;
   out["max_num_batched_tokens"] = c.max_num_batched_tokens;
+  if (attention_dp_balancing(c, engine.family)) {
+    out["attention_dp_balance"] = boost::json::object{{"timeout_iters", c.attention_dp_timeout_iters},
+                                                      {"batching_wait_iters", c.attention_dp_batching_wait_iters}};
+  } else {
+    out["attention_dp_balance"] = nullptr;
+  }
   out["block_size"] = c.block_size;
   out["enable_prefix_caching"] = c.enable_prefix_caching;
   out["gpu_memory_utilization"] = c.gpu_memory_utilization;
@@ -151,6 +157,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   // The server is launched per concurrency, as the recipes do (scheduler-recv-interval by conc).
   ResolvedEngine launched = engine;
   launched.config.scheduler_recv_interval = recipe_scheduler_recv_interval(engine.config, conc);
+  launched.config.max_num_seqs = recipe_max_num_seqs(engine.config, engine.family, conc);
   auto created = EngineCore::create(launched);
   if (!created) return fail(created.error());
   EngineCore& core = **created;
@@ -284,6 +291,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     point.result = metrics::build_serve_result(records, info);
     add_aggregates(point.result, engine.config, point.num_gpus);
     point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
+    point.result["max_num_seqs"] = launched.config.max_num_seqs;
     point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
     point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
     point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,6 +89,52 @@ TEST(SimPredict, TrtRecipeRowQueuesForItsDecodeSlots) {
   // Half the requests wait a generation (~0.9 x 1024 tokens) for a slot; 14.4 s was measured.
   EXPECT_GT(capped_ttft, 0.7 * 0.9 * 1024 * capped_tpot);
   EXPECT_LT(free_ttft, 0.5 * 0.9 * 1024 * free_tpot);
+}
+
+TEST(SimPredict, TrtWithAttentionDpBalancesContextsAsTheInferenceXScripts) {
+  auto predict = [](const std::string& balance) {
+    return run_ixbench({"sim",        "predict",
+                        "--model",    "deepseek-r1",
+                        "--hardware", "h200",
+                        "--tp",       "8",
+                        "--ep",       "8",
+                        "--dp-attn",  "--framework",
+                        "trt",        "--spec-decoding",
+                        "mtp",        "--isl",
+                        "1024",       "--osl",
+                        "256",        "--conc",
+                        "64",         "--num-prompts",
+                        "128",        "--attention-dp-balance",
+                        balance});
+  };
+  auto balanced = predict("auto");
+  auto plain = predict("off");
+  ASSERT_EQ(balanced.exit_code, 0) << balanced.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto on = parse_object(balanced.out);
+  const auto off = parse_object(plain.out);
+  const auto& engine = on.at("engine").as_object();
+  EXPECT_EQ(engine.at("attention_dp_balance").at("timeout_iters").as_int64(), 60);
+  EXPECT_EQ(engine.at("attention_dp_balance").at("batching_wait_iters").as_int64(), 0);
+  EXPECT_TRUE(off.at("engine").at("attention_dp_balance").is_null());
+  EXPECT_EQ(engine.at("num_spec_tokens").as_int64(), 1);  // one MTP layer with attention DP
+  const auto& point = on.at("results").at(0).as_object();
+  EXPECT_EQ(point.at("max_num_seqs").as_int64(), 8);  // max_batch_size = conc / tp
+  // Prompts wait for a rank-balanced batch or the 60-iteration timeout: TTFT grows by tens of steps.
+  const double ttft_on = point.at("median_ttft_ms").as_double();
+  const double ttft_off = off.at("results").at(0).at("median_ttft_ms").as_double();
+  const double step_ms = point.at("median_itl_ms").as_double();
+  EXPECT_GT(ttft_on - ttft_off, 10 * step_ms) << ttft_on << " vs " << ttft_off;
+  for (const auto& [flag, value, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--attention-dp-balance", "maybe", "must be auto, on or off"},
+           {"--attention-dp-timeout-iters", "0", "--attention-dp-timeout-iters must be >= 1"},
+           {"--attention-dp-batching-wait-iters", "-1", "--attention-dp-batching-wait-iters must be >= 0"},
+           {"--max-num-seqs", "-1", "--max-num-seqs must be >= 1"}}) {
+    auto bad = run_ixbench(
+        {"sim", "predict", "--hardware", "h200", "--tp", "8", "--isl", "8", "--osl", "8", "--conc", "1", flag, value});
+    EXPECT_EQ(bad.exit_code, 1) << flag;
+    EXPECT_NE(bad.err.find(message), std::string::npos) << bad.err;
+  }
 }
 
 TEST(SimPredict, SameSeedIsByteIdenticalApartFromTheDate) {

@@ -386,6 +386,113 @@ TEST(EngineCore, RequestAwaitingThePollCountsAsWaitingAndCanBeCancelled) {
   EXPECT_EQ(log.total_tokens(*busy), 50);
 }
 
+// TRT-LLM's attention-DP balancing: four DP ranks each decode one long request; a new prompt
+// starts when every rank has one (at once) or when the iteration counter reaches the timeout.
+struct BalanceRun {
+  int32_t steps_to_first_token = 0;  // of the last new prompt, in decode steps of a busy request
+  bool all_started_together = true;  // the new prompts' first tokens came in one step
+};
+BalanceRun run_with_balance(AttentionDpBalance balance, int32_t new_prompts, int32_t after_steps) {
+  auto config = llama_on_h200();
+  config.framework = "trt";
+  config.tp = 4;
+  config.dp_attn = true;
+  config.attention_dp_balance = balance;
+  config.attention_dp_timeout_iters = 12;
+  auto core = make_core(config);
+  EventLog log;
+  std::vector<uint64_t> busy;
+  for (int i = 0; i < 4; ++i) busy.push_back(*core->submit(request_with_tokens(tokens_from(i * 1000, 64), 300)));
+  while (log.by_request[busy[0]].size() < size_t(after_steps)) core->run_until(core->next_event_ns(), log.sink());
+  const int64_t sent_ns = core->now_ns();
+  std::vector<uint64_t> fresh;
+  for (int i = 0; i < new_prompts; ++i)
+    fresh.push_back(*core->submit(request_with_tokens(tokens_from(9000 + i * 1000, 64), 4, 16, sent_ns)));
+  core->run_until(kNever, log.sink());
+  BalanceRun out;
+  int64_t first = kNever, last = 0;
+  for (uint64_t id : fresh) {
+    first = std::min(first, log.first_token_ns(id));
+    last = std::max(last, log.first_token_ns(id));
+  }
+  out.all_started_together = first == last;
+  for (const auto& event : log.by_request[busy[0]])
+    if (event.time_ns > sent_ns && event.time_ns <= last) ++out.steps_to_first_token;
+  return out;
+}
+
+TEST(EngineCore, AttentionDpBalanceHoldsALonePromptUntilTheTimeout) {
+  // The counter started with the busy requests' prefill step; a prompt sent 3 steps later waits
+  // for step 12, about 9 steps more than without balancing (which still has the API overhead).
+  const BalanceRun balanced = run_with_balance(AttentionDpBalance::kOn, 1, 3);
+  const BalanceRun plain = run_with_balance(AttentionDpBalance::kOff, 1, 3);
+  EXPECT_LE(plain.steps_to_first_token, 3);
+  EXPECT_GE(balanced.steps_to_first_token - plain.steps_to_first_token, 6);
+  EXPECT_LE(balanced.steps_to_first_token, 10);
+  // The cadence repeats: sent 15 steps in (3 after the first timeout), it waits as long again.
+  const BalanceRun second_cycle = run_with_balance(AttentionDpBalance::kOn, 1, 15);
+  EXPECT_EQ(second_cycle.steps_to_first_token, balanced.steps_to_first_token);
+}
+
+TEST(EngineCore, AttentionDpBalanceStartsPromptsAtOnceWhenEveryRankHasOne) {
+  // Four prompts: the least-loaded router gives one to each rank, so they start as soon as the
+  // scheduler sees them, as without balancing.
+  const BalanceRun every_rank = run_with_balance(AttentionDpBalance::kOn, 4, 3);
+  const BalanceRun plain = run_with_balance(AttentionDpBalance::kOff, 4, 3);
+  EXPECT_EQ(every_rank.steps_to_first_token, plain.steps_to_first_token);
+  EXPECT_TRUE(every_rank.all_started_together);
+  // Three prompts leave one rank without: they wait for the timeout together.
+  const BalanceRun three = run_with_balance(AttentionDpBalance::kOn, 3, 3);
+  EXPECT_GE(three.steps_to_first_token - plain.steps_to_first_token, 6);
+  EXPECT_TRUE(three.all_started_together);
+}
+
+TEST(EngineCore, AttentionDpBalanceIsTrtLlmsSingleNodeDefault) {
+  EngineConfig config = llama_on_h200();
+  config.tp = 4;
+  config.dp_attn = true;
+  EXPECT_TRUE(attention_dp_balancing(config, FrameworkFamily::kTrtllm));
+  EXPECT_FALSE(attention_dp_balancing(config, FrameworkFamily::kVllm));
+  config.attention_dp_balance = AttentionDpBalance::kOff;
+  EXPECT_FALSE(attention_dp_balancing(config, FrameworkFamily::kTrtllm));
+  config.attention_dp_balance = AttentionDpBalance::kOn;
+  EXPECT_TRUE(attention_dp_balancing(config, FrameworkFamily::kVllm));
+  config.dp_attn = false;  // one rank: nothing to balance
+  EXPECT_FALSE(attention_dp_balancing(config, FrameworkFamily::kTrtllm));
+  // Ranks with nothing running do not wait: prompts sent to an idle engine start at once.
+  const BalanceRun idle = run_with_balance(AttentionDpBalance::kOn, 1, 0);
+  const BalanceRun idle_plain = run_with_balance(AttentionDpBalance::kOff, 1, 0);
+  EXPECT_EQ(idle.steps_to_first_token, idle_plain.steps_to_first_token);
+}
+
+TEST(EngineCore, TrtLlmMtpWithAttentionDpFollowsTheInferenceXRecipe) {
+  EngineConfig config;
+  config.model = "deepseek-r1";
+  config.hardware = "h200";
+  config.framework = "trt";
+  config.tp = 8;
+  config.ep = 8;
+  config.dp_attn = true;
+  config.spec_decoding = SpecDecoding::kMtp;
+  // max_batch_size = conc / tp per rank, one MTP layer.
+  EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 256), 32);
+  EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 4), 1);
+  auto resolved = resolve_engine(config);
+  ASSERT_TRUE(resolved) << resolved.error().message();
+  EXPECT_EQ(resolved->num_spec_tokens, 1);
+  // Set values win; other engines keep the defaults.
+  config.max_num_seqs = 100;
+  EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 256), 100);
+  config.max_num_seqs = 0;
+  EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kSglang, 256), kDefaultMaxNumSeqs);
+  config.num_spec_tokens = 3;
+  EXPECT_EQ(resolve_engine(config)->num_spec_tokens, 3);
+  config.num_spec_tokens = 0;
+  config.dp_attn = false;
+  EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 256), kDefaultMaxNumSeqs);
+  EXPECT_EQ(resolve_engine(config)->num_spec_tokens, resolve_engine(config)->model.default_num_spec_tokens);
+}
+
 TEST(EngineCore, SameSeedGivesIdenticalTimingsInVirtualTime) {
   auto run = [](uint64_t seed) {
     auto config = llama_on_h200();
