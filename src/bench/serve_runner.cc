@@ -40,6 +40,8 @@ double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+class Worker;
+
 // What one phase (warmup or measured) asks of the workers. Written by the main thread before the
 // phase starts (posted to each loop, which orders it), read by workers.
 struct Phase {
@@ -52,6 +54,14 @@ struct Phase {
   std::atomic<size_t> next{0};  // closed loop: next position to send
   std::atomic<int> workers_done{0};
   std::atomic<bool> stopping{false};
+  // Open loop: one concurrency limit over all workers, as vLLM's semaphore. A request that
+  // arrives while `cap` are in flight waits here in arrival order; the worker whose request
+  // finishes next sends it (any worker can send any position).
+  int64_t cap = 0;
+  std::mutex queue_mutex;
+  int64_t in_flight = 0;         // guarded by queue_mutex
+  std::deque<size_t> queued;     // guarded by queue_mutex
+  std::vector<Worker*> waiters;  // guarded by queue_mutex: idle workers waiting for the queue to drain
 };
 
 struct Shared {
@@ -64,7 +74,8 @@ struct Shared {
   std::atomic<int64_t> prompt_wait_max_ns{0};
   std::atomic<int64_t> retries{0};
   std::mutex error_mutex;
-  std::optional<Error> fatal;  // a client-side error (prompt synthesis) that ends the run
+  std::optional<Error> fatal;    // a client-side error (prompt synthesis) that ends the run
+  std::vector<Worker*> workers;  // set before the loops start
 };
 
 bool process_alive(pid_t pid) {
@@ -171,7 +182,6 @@ class Worker {
     slots_ = std::max<int64_t>(slots, 0);
     in_flight_ = 0;
     done_reported_ = false;
-    pending_.clear();
     cursor_ = phase->begin + static_cast<size_t>(id_);
     if (!phase->warmup) {
       measuring_ = true;
@@ -218,17 +228,18 @@ class Worker {
       phase_->stopping.store(true);
       loop_.cancel_all();
     }
-    if (!phase_->stopping.load(std::memory_order_relaxed)) {
-      if (phase_->open_loop) {
-        if (!pending_.empty() && in_flight_ < slots_) {
-          const size_t p = pending_.front();
-          pending_.pop_front();
-          send(p, phase_->due_ns[p - phase_->begin]);
-        }
-      } else {
-        launch_closed(loop_.now_ns());
-      }
+    if (phase_->open_loop) {
+      release_open_slot();
+    } else if (!phase_->stopping.load(std::memory_order_relaxed)) {
+      launch_closed(loop_.now_ns());
     }
+    check_done();
+  }
+
+  // Stops this worker's part of the phase now (Ctrl-C, a dead server): cancels what is in flight
+  // and reports done without waiting for the next scheduled arrival.
+  void stop_now() {
+    loop_.cancel_all();
     check_done();
   }
 
@@ -278,12 +289,49 @@ class Worker {
     }
     const size_t p = cursor_;
     cursor_ += static_cast<size_t>(count_);
-    if (in_flight_ < slots_) {
-      send(p, phase_->due_ns[p - phase_->begin]);
-    } else {
-      pending_.push_back(p);
+    bool send_now = false;
+    {
+      std::lock_guard lock(phase_->queue_mutex);
+      if (phase_->in_flight < phase_->cap) {
+        ++phase_->in_flight;
+        send_now = true;
+      } else {
+        phase_->queued.push_back(p);
+      }
     }
+    if (send_now) send(p, phase_->due_ns[p - phase_->begin]);
     schedule_next_arrival();
+    check_done();
+  }
+
+  // An open-loop request finished: its slot goes to the longest-waiting queued request (sent from
+  // this worker), or back to the pool. Workers that only waited for the queue to drain are told
+  // to check again when it does.
+  void release_open_slot() {
+    std::optional<size_t> next;
+    std::vector<Worker*> wake;
+    {
+      std::lock_guard lock(phase_->queue_mutex);
+      if (!phase_->queued.empty() && !phase_->stopping.load(std::memory_order_relaxed)) {
+        next = phase_->queued.front();
+        phase_->queued.pop_front();
+      } else {
+        --phase_->in_flight;
+      }
+      if (phase_->queued.empty()) wake.swap(phase_->waiters);
+    }
+    if (next) send(*next, phase_->due_ns[*next - phase_->begin]);
+    for (Worker* other : wake) other->loop().post([other] { other->check_done(); });
+  }
+
+  // Open loop: nothing left to send from this worker's arrivals and none of its requests in
+  // flight, but requests still queued for a slot — another worker will send them; register to be
+  // told when the queue drains. Returns true when the queue is empty.
+  bool queue_drained() {
+    std::lock_guard lock(phase_->queue_mutex);
+    if (phase_->queued.empty()) return true;
+    phase_->waiters.push_back(this);
+    return false;
   }
 
   http::Request make_request(const InFlight& f) {
@@ -350,7 +398,7 @@ class Worker {
     const bool stopping = phase_->stopping.load(std::memory_order_relaxed);
     bool nothing_left;
     if (phase_->open_loop) {
-      nothing_left = stopping || (cursor_ >= phase_->end && pending_.empty());
+      nothing_left = stopping || (cursor_ >= phase_->end && queue_drained());
     } else {
       nothing_left = stopping || phase_->next.load(std::memory_order_relaxed) >= phase_->end;
     }
@@ -377,7 +425,6 @@ class Worker {
   int64_t in_flight_ = 0;
   bool done_reported_ = false;
   size_t cursor_ = 0;
-  std::deque<size_t> pending_;
   std::vector<std::unique_ptr<InFlight>> pool_;
   std::vector<InFlight*> free_;
   std::vector<RequestRecord> records_;
@@ -505,6 +552,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   for (int i = 0; i < threads; ++i) {
     workers.push_back(std::make_unique<Worker>(i, threads, shared, loop_options));
     if (auto ok = workers.back()->loop().prepare(); !ok) return std::unexpected(ok.error());
+    shared.workers.push_back(workers.back().get());
   }
   std::vector<std::thread> loop_threads;
   for (auto& w : workers) {
@@ -534,21 +582,26 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   auto run_phase = [&](Phase& phase, int64_t total_slots) -> std::optional<std::string> {
     const int64_t t_start = SteadyClock().now_ns();
     std::optional<std::string> reason;
+    phase.cap = total_slots;
     for (int i = 0; i < threads; ++i) {
       const int64_t share = total_slots / threads + (i < total_slots % threads ? 1 : 0);
       Worker* w = workers[static_cast<size_t>(i)].get();
       w->loop().post([w, &phase, share] { w->start_phase(&phase, share); });
     }
     int64_t next_progress = t_start;
+    bool stop_posted = false;
     while (phase.workers_done.load(std::memory_order_acquire) < threads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      if (!reason) {
+      if (!stop_posted) {
         reason = stop_reason();
-        if (reason) {
+        // A worker may have stopped the phase itself (dead server, prompt error): the others
+        // must stop too, not wait for their next scheduled arrival.
+        if (reason || phase.stopping.load()) {
           phase.stopping.store(true);
+          stop_posted = true;
           for (auto& w : workers) {
             Worker* raw = w.get();
-            raw->loop().post([raw] { raw->loop().cancel_all(); });
+            raw->loop().post([raw] { raw->stop_now(); });
           }
         }
       }

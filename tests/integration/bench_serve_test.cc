@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -270,29 +272,25 @@ TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
   EXPECT_EQ(num(run.result, "profile_stop"), 200);
 }
 
-TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
-  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
-  ASSERT_TRUE(server);
-  const auto dir = scratch_dir("sigint");
+// Starts bench serve with the common flags plus `extra`, sends SIGINT after `after_ms`, and
+// returns how it ended, how long after the signal, and the result file it wrote.
+struct Interrupted {
+  int status = 0;
+  double exit_after_signal_s = 0;
+  std::optional<boost::json::value> result;
+};
+Interrupted interrupt_after(const ServerProcess& server, const std::string& name, std::vector<std::string> extra,
+                            int after_ms) {
+  const auto dir = scratch_dir(name);
   std::vector<std::string> args = {IXBENCH_BINARY,
                                    "bench",
                                    "serve",
                                    "--base-url",
-                                   server->base_url(),
+                                   server.base_url(),
                                    "--model",
                                    "deepseek-r1",
                                    "--tokenizer",
                                    "deepseek_v3",
-                                   "--random-input-len",
-                                   "16",
-                                   "--random-output-len",
-                                   "30",
-                                   "--max-concurrency",
-                                   "4",
-                                   "--num-prompts",
-                                   "400",
-                                   "--num-warmups",
-                                   "0",
                                    "--save-result",
                                    "--result-dir",
                                    dir.string(),
@@ -301,6 +299,7 @@ TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
                                    "--no-progress",
                                    "--client-lag-threshold-ms",
                                    "1000"};
+  args.insert(args.end(), extra.begin(), extra.end());
   const pid_t pid = fork();
   if (pid == 0) {
     const int devnull = open("/dev/null", O_WRONLY);
@@ -312,18 +311,76 @@ TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
   kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  auto parsed = ix::json::read_file(dir / "result.json");
-  ASSERT_TRUE(parsed.has_value()) << "no result written after Ctrl-C";
-  const auto& result = parsed->as_object();
+  const auto signalled = std::chrono::steady_clock::now();
+  Interrupted out;
+  waitpid(pid, &out.status, 0);
+  out.exit_after_signal_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  if (auto parsed = ix::json::read_file(dir / "result.json")) out.result = std::move(*parsed);
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
+  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
+  ASSERT_TRUE(server);
+  auto run = interrupt_after(*server, "sigint",
+                             {"--random-input-len", "16", "--random-output-len", "30", "--max-concurrency", "4",
+                              "--num-prompts", "400", "--num-warmups", "0"},
+                             2000);
+  ASSERT_TRUE(WIFEXITED(run.status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(run.status), 1);
+  ASSERT_TRUE(run.result.has_value()) << "no result written after Ctrl-C";
+  const auto& result = run.result->as_object();
   EXPECT_NE(ix::json::to_string(result.at("invalid_reasons")).find("interrupted"), std::string::npos);
   EXPECT_GT(num(result, "completed"), 4);
-  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, CtrlCStopsAnOpenLoopRunAtOnceNotAtTheNextArrival) {
+  // At 0.1 requests/s the next arrival is seconds away; the run used to wait for it (~18 s).
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  auto run = interrupt_after(*server, "sigint_open",
+                             {"--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "20",
+                              "--request-rate", "0.1", "--seed", "3", "--num-warmups", "0"},
+                             2500);
+  ASSERT_TRUE(WIFEXITED(run.status));
+  EXPECT_EQ(WEXITSTATUS(run.status), 1);
+  EXPECT_LT(run.exit_after_signal_s, 3.0);
+  ASSERT_TRUE(run.result.has_value()) << "no result written after Ctrl-C";
+  EXPECT_GE(num(run.result->as_object(), "completed"), 1);
+}
+
+TEST(BenchServe, OpenLoopConcurrencyCapIsOneLimitOverAllClientThreads) {
+  // 30 requests arriving at once, at most 3 in flight: ten waves of 20 + 9 x 10 ms. With the cap
+  // split per thread and arrivals dealt round-robin, a thread's queue waited while another
+  // thread's slot was free (2 in flight on average, 2.9 s).
+  auto server = start_server({"--fixed-ttft-ms", "20", "--fixed-itl-ms", "10"});
+  ASSERT_TRUE(server);
+  auto run =
+      bench(*server, "open_cap",
+            {"--random-input-len", "16", "--random-output-len", "10", "--random-range-ratio", "1", "--num-prompts",
+             "30", "--max-concurrency", "3", "--num-warmups", "0", "--request-rate", "1000", "--threads", "2"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  ASSERT_EQ(run.requests.size(), 30u);
+  std::vector<std::pair<double, int>> edges;
+  for (const auto& r : run.requests) {
+    edges.emplace_back(num(r, "send_ms"), +1);
+    edges.emplace_back(num(r, "end_ms"), -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int in_flight = 0, most = 0;
+  double weighted = 0, last = edges.front().first;
+  for (const auto& [t, d] : edges) {
+    weighted += in_flight * (t - last);
+    last = t;
+    in_flight += d;
+    most = std::max(most, in_flight);
+  }
+  EXPECT_EQ(most, 3);
+  const double mean_in_flight = weighted / (edges.back().first - edges.front().first);
+  EXPECT_GT(mean_in_flight, 2.7) << "the cap was not used fully";
 }
 
 TEST(BenchServe, OutOfRangeFlagValuesAreErrorsBeforeTheRun) {
