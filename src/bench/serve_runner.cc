@@ -74,8 +74,9 @@ struct Shared {
   std::atomic<int64_t> prompt_wait_max_ns{0};
   std::atomic<int64_t> retries{0};
   std::mutex error_mutex;
-  std::optional<Error> fatal;    // a client-side error (prompt synthesis) that ends the run
-  std::vector<Worker*> workers;  // set before the loops start
+  std::optional<Error> fatal;              // a client-side error (prompt synthesis) that ends the run
+  std::optional<std::string> server_gone;  // the watched server refused connections while alive
+  std::vector<Worker*> workers;            // set before the loops start
 };
 
 bool process_alive(pid_t pid) {
@@ -210,6 +211,7 @@ class Worker {
   void complete(InFlight* f) {
     --in_flight_;
     const bool ok = f->rec.success;
+    const bool refused = !ok && f->rec.error_kind == ErrorKind::kConnect;
     if (!f->rec.warmup) {
       (ok ? shared_.completed : shared_.failed).fetch_add(1, std::memory_order_relaxed);
       shared_.output_tokens.fetch_add(std::max<int64_t>(f->rec.output_len, 0), std::memory_order_relaxed);
@@ -221,12 +223,21 @@ class Worker {
       if (!ok) ++warmup_failed_;
     }
     free_.push_back(f);
-    if (!ok && options().server_pid > 0 && !phase_->stopping.load(std::memory_order_relaxed) &&
-        !process_alive(options().server_pid)) {
-      // The server died: stop at once instead of burning the remaining requests on refused
-      // connections (the main thread records why and cancels the other workers).
-      phase_->stopping.store(true);
-      loop_.cancel_all();
+    if (!ok && options().server_pid > 0 && !phase_->stopping.load(std::memory_order_relaxed)) {
+      // The server died, or refuses connections while it shuts down (its listener closes before
+      // its process exits): stop at once instead of burning the remaining requests on refused
+      // connections (the main thread records why and stops the other workers).
+      const bool alive = process_alive(options().server_pid);
+      if (!alive || refused) {
+        if (alive) {
+          std::lock_guard lock(shared_.error_mutex);
+          if (!shared_.server_gone)
+            shared_.server_gone =
+                fmt::format("server process {} refused connections (shutting down)", options().server_pid);
+        }
+        phase_->stopping.store(true);
+        loop_.cancel_all();
+      }
     }
     if (phase_->open_loop) {
       release_open_slot();
@@ -570,7 +581,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
     }
     std::lock_guard lock(shared.error_mutex);
     if (shared.fatal) return shared.fatal->message();
-    return std::nullopt;
+    return shared.server_gone;
   };
 
   auto streamed = [&] {
@@ -619,7 +630,13 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
       }
     }
     if (!reason && phase.stopping.load()) reason = stop_reason().value_or("stopped early");
-    if (!reason && options.server_pid > 0 && shared.failed.load() > 0) {
+    bool refused = false;
+    {
+      std::lock_guard lock(shared.error_mutex);
+      refused = reason && shared.server_gone && *reason == *shared.server_gone;
+    }
+    if (refused) reason.reset();  // say "exited" below if it does so within the wait
+    if (!reason && options.server_pid > 0 && (shared.failed.load() > 0 || refused)) {
       // A server that is shutting down closes its listener before its process exits: the
       // remaining requests can all fail in the meantime. Give it a moment to finish dying so the
       // run is not reported as a valid one with a failing server.
@@ -630,6 +647,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
       }
+      if (!reason && refused) reason = stop_reason();
     }
     return reason;
   };

@@ -82,8 +82,7 @@ class TokenizerCodec final : public TextCodec {
  public:
   TokenizerCodec(std::unique_ptr<tok::Tokenizer> tokenizer, std::optional<tok::ChatTemplate> chat)
       : tokenizer_(std::move(tokenizer)), chat_(std::move(chat)) {
-    const auto& config = tokenizer_->config();
-    if (config.add_bos_token && config.bos_token) bos_id_ = tokenizer_->token_to_id(*config.bos_token);
+    bos_id_ = tokenizer_->config_bos_id();
     for (int32_t id : tokenizer_->encode(kPassage, false)) {
       std::string text = tokenizer_->decode(std::span<const int32_t>(&id, 1), false);
       output_tokens_.push_back({id, text, json_escape(text)});

@@ -1164,6 +1164,18 @@ const std::string& Tokenizer::source() const {
   return impl_->source;
 }
 
+std::optional<int32_t> Tokenizer::config_bos_id() const {
+  const TokenizerConfig& c = impl_->config;
+  if (!c.add_bos_token || !c.bos_token) return std::nullopt;
+  return token_to_id(*c.bos_token);
+}
+
+size_t Tokenizer::num_special_tokens_to_add() const {
+  const std::vector<int32_t> added = encode("", true);
+  const auto bos = config_bos_id();
+  return added.size() + (bos && (added.empty() || added.front() != *bos) ? 1 : 0);
+}
+
 size_t Tokenizer::encode_stable_prefix(std::string_view text, std::vector<int32_t>& out) const {
   return impl_->stable_prefix(text, out);
 }

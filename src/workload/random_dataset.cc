@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -49,11 +50,13 @@ RandomDataset::RandomDataset(const tok::PromptSynth& synth, PromptFormat format,
     : synth_(&synth), format_(format), chat_(std::move(chat)), seed_(seed) {
   // Pinned so prompts are reproducible across days (harmony renders the current date).
   chat_options_.current_date = "2026-01-01";
+  plain_special_tokens_ = static_cast<int64_t>(synth.tokenizer().num_special_tokens_to_add());
 }
 
 Result<std::string> RandomDataset::prompt(size_t index, int64_t tokens) const {
   if (format_ == PromptFormat::kPlain || !chat_) {
-    return synth_->random_prompt(static_cast<size_t>(tokens), seed_, index).text;
+    const int64_t text_tokens = std::max<int64_t>(1, tokens - plain_special_tokens_);
+    return synth_->random_prompt(static_cast<size_t>(text_tokens), seed_, index).text;
   }
   auto content = synth_->chat_user_content(*chat_, chat_options_, static_cast<size_t>(tokens), seed_, index);
   if (!content) return std::unexpected(content.error());

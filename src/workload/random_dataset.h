@@ -54,7 +54,10 @@ struct DatasetShapes {
 Result<DatasetShapes> random_shapes(const RandomDatasetOptions& options);
 
 enum class PromptFormat {
-  kPlain,         // random text of exactly prompt_len tokens
+  // Random text the server encodes (with the tokenizer's special tokens, as vLLM's completions
+  // endpoint does: DeepSeek's BOS) to exactly prompt_len tokens: prompt_len minus the special
+  // tokens of text, as vLLM's RandomDataset (num_special_tokens_to_add); at least one.
+  kPlain,
   kChatRendered,  // chat template applied client-side; rendered text has prompt_len tokens
   kChatContent,   // user message content; the server's rendering has prompt_len tokens
 };
@@ -75,6 +78,7 @@ class RandomDataset {
   std::optional<tok::ChatTemplate> chat_;
   tok::ChatOptions chat_options_;
   uint64_t seed_;
+  int64_t plain_special_tokens_ = 0;  // the tokenizer's num_special_tokens_to_add()
 };
 
 // Generates prompts ahead of the send schedule on background threads, in the order they will be

@@ -74,11 +74,17 @@ class RandomDatasetTest : public ::testing::Test {
 
 TEST_F(RandomDatasetTest, PlainPromptsHaveExactTokenCountsAndAreSeeded) {
   RandomDataset dataset(*synth_, PromptFormat::kPlain, std::nullopt, 42);
-  for (int64_t n : {1, 2, 17, 1024, 3000}) {
+  // The server encodes a completion prompt with the special tokens (DeepSeek's BOS), as vLLM's
+  // RandomDataset counts them: the text has one token less and the server sees exactly n.
+  const size_t special = tokenizer_->num_special_tokens_to_add();
+  ASSERT_EQ(special, 1u);
+  ASSERT_TRUE(tokenizer_->config_bos_id().has_value());
+  for (int64_t n : {2, 17, 1024, 3000}) {
     auto text = dataset.prompt(static_cast<size_t>(n), n);
     ASSERT_TRUE(text.has_value());
-    EXPECT_EQ(tokenizer_->count_tokens(*text), static_cast<size_t>(n)) << n;
+    EXPECT_EQ(tokenizer_->count_tokens(*text) + special, static_cast<size_t>(n)) << n;
   }
+  EXPECT_EQ(tokenizer_->count_tokens(*dataset.prompt(1, 1)), 1u);  // never an empty prompt
   EXPECT_EQ(*dataset.prompt(3, 50), *dataset.prompt(3, 50));
   EXPECT_NE(*dataset.prompt(3, 50), *dataset.prompt(4, 50));
   RandomDataset other_seed(*synth_, PromptFormat::kPlain, std::nullopt, 43);
