@@ -25,11 +25,19 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
+#include "workload/arrivals.h"
 #include "workload/random_dataset.h"
 
 namespace ix::bench {
 
 namespace {
+
+// Bounds that keep a typo from exhausting memory (a request shape, record and prompt per
+// request; a prompt string per token).
+constexpr int64_t kMaxPrompts = 10'000'000;
+constexpr int64_t kMaxTokensPerRequest = 2'000'000;  // above every model's context window
+// Prompt tokens made ahead of the sends at most (~300 MB of text).
+constexpr int64_t kPrefetchTokenBudget = int64_t{1} << 26;
 
 std::atomic<bool> g_interrupted{false};
 
@@ -108,6 +116,13 @@ Result<std::filesystem::path> result_directory(const std::string& result_dir, co
   if (const auto sub = std::filesystem::path(filename).parent_path(); !sub.empty()) dir /= sub;
   if (dir.empty()) dir = ".";
   std::error_code ec;
+  if (!filename.empty()) {
+    const std::filesystem::path target = std::filesystem::path(result_dir) / filename;
+    if (std::filesystem::is_directory(target, ec)) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--result-filename: '{}' is a directory; name a file", target.string()));
+    }
+  }
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return fail(ErrorCode::kInvalidArgument,
@@ -155,6 +170,8 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (o.model.empty()) return fail(ErrorCode::kInvalidArgument, "--model is required");
   auto backend = openai::parse_backend(o.backend);
   if (!backend) return std::unexpected(backend.error());
+  if (o.base_url.empty() && (o.port < 1 || o.port > 65535))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--port must be in [1, 65535], got {}", o.port));
   const std::string base_text = o.base_url.empty() ? fmt::format("http://{}:{}", o.host, o.port) : o.base_url;
   auto base = http::Url::parse(base_text);
   if (!base) return std::unexpected(base.error().with_context("--base-url"));
@@ -166,7 +183,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     if (!(*r > 0)) return fail(ErrorCode::kInvalidArgument, "--request-rate must be > 0 or inf");
     request_rate = *r;
   }
-  if (!(o.burstiness > 0)) return fail(ErrorCode::kInvalidArgument, "--burstiness must be > 0");
+  if (!(o.burstiness > 0) || !std::isfinite(o.burstiness))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--burstiness must be a finite number > 0, got {}", o.burstiness));
   if (o.max_concurrency && *o.max_concurrency < 1)
     return fail(ErrorCode::kInvalidArgument, "--max-concurrency must be >= 1");
   if (!(o.request_timeout_s > 0) || !std::isfinite(o.request_timeout_s)) {
@@ -216,7 +235,8 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   for (const auto& p : split(o.metric_percentiles, ',')) {
     auto v = parse_double(p, "--metric-percentiles");
     if (!v) return std::unexpected(v.error());
-    if (*v < 0 || *v > 100) return fail(ErrorCode::kInvalidArgument, "--metric-percentiles must be in [0, 100]");
+    if (!(*v >= 0 && *v <= 100))
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--metric-percentiles must be in [0, 100], got '{}'", p));
     info.metric_percentiles.push_back(*v);
   }
   for (const auto& g : o.goodput) {
@@ -244,8 +264,24 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
 
   const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);
   const int64_t num_warmups = o.num_warmups.value_or(o.max_concurrency ? 2 * *o.max_concurrency : 0);
-  if (num_prompts < 1) return fail(ErrorCode::kInvalidArgument, "--num-prompts must be >= 1");
-  if (num_warmups < 0) return fail(ErrorCode::kInvalidArgument, "--num-warmups must be >= 0");
+  if (num_prompts < 1 || num_prompts > kMaxPrompts)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--num-prompts must be in [1, {}], got {}", kMaxPrompts, num_prompts));
+  if (num_warmups < 0 || num_warmups > kMaxPrompts)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--num-warmups must be in [0, {}], got {}", kMaxPrompts, num_warmups));
+  if (!std::isinf(request_rate)) {
+    // The schedule itself is drawn after the warmups; a rate that cannot make one is refused now.
+    auto schedule = workload::arrival_offsets_ns(
+        static_cast<size_t>(num_prompts), {.request_rate = request_rate, .burstiness = o.burstiness, .seed = o.seed});
+    if (!schedule) return std::unexpected(schedule.error());
+  }
+  for (const auto& [flag, value] :
+       {std::pair{"--random-input-len", o.random_input_len}, std::pair{"--random-output-len", o.random_output_len}}) {
+    if (value > kMaxTokensPerRequest)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{} must be <= {} tokens, got {}", flag, kMaxTokensPerRequest, value));
+  }
 
   // Tokenizer and prompt synthesis.
   const std::string tokenizer_name = o.tokenizer.empty() ? o.model : o.tokenizer;
@@ -289,7 +325,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   for (size_t i = 0; i < shapes->measured.size(); ++i) order.emplace_back(i, shapes->measured[i].prompt_len);
   const int threads = o.threads > 0 ? o.threads : auto_threads(o.max_concurrency);
   const int synth_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - threads);
-  workload::PromptPrefetcher prefetcher(dataset, order, synth_threads);
+  const size_t lookahead = static_cast<size_t>(
+      std::clamp<int64_t>(kPrefetchTokenBudget / std::max<int64_t>(1, o.random_input_len), 16, 65536));
+  workload::PromptPrefetcher prefetcher(dataset, order, synth_threads, lookahead);
   // What the first moment of the run needs (the first wave of sends, up to 1024 prompts: a few
   // hundred ms at most); the rest is made while it runs, warmups first.
   const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(1024), 1024);

@@ -48,6 +48,16 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
+// A scalar option given twice keeps its last value, as Python's argparse does (vLLM's and
+// InferenceX's scripts append overrides to a base command line); CLI11 refuses by default.
+void take_last_of_repeated_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size_max() == 1 && option->get_expected_max() == 1)
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) take_last_of_repeated_options(*sub);
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app("ixbench: continuous LLM-inference benchmark (InferenceX-compatible)", "ixbench");
   app.set_version_flag("--version", fmt::format("ixbench {} (git {})", version_string(), git_hash()));
@@ -59,6 +69,7 @@ int run_main(int argc, char** argv) {
   auto& commands = registered();
   std::sort(commands.begin(), commands.end());
   for (const auto& [name, setup] : commands) setup(app, registry);
+  take_last_of_repeated_options(app);
 
   try {
     app.parse(argc, argv);

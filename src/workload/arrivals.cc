@@ -25,6 +25,14 @@ Result<std::vector<int64_t>> arrival_offsets_ns(size_t count, const ArrivalOptio
   double t_s = 0.0;
   for (size_t i = 1; i < count; ++i) {
     t_s += rng.gamma(options.burstiness, theta);
+    // A schedule past ~30 years is a typo in the rate (1e-12 requests/s), not a benchmark; the
+    // nanosecond offsets would overflow.
+    if (!(t_s < kMaxScheduleSeconds)) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--request-rate {} schedules request {} of {} after {:.3g} s (more than {:.0f} "
+                              "years): raise the rate",
+                              options.request_rate, i + 1, count, t_s, kMaxScheduleSeconds / 3.15576e7));
+    }
     offsets[i] = static_cast<int64_t>(std::llround(t_s * 1e9));
   }
   return offsets;

@@ -23,8 +23,12 @@ struct ArrivalOptions {
   uint64_t seed = 0;
 };
 
+// The longest schedule accepted (~30 years; int64 nanoseconds reach 292).
+inline constexpr double kMaxScheduleSeconds = 1e9;
+
 // Send offsets in ns from the benchmark start, non-decreasing, first = 0.
-// Errors: kInvalidArgument for a rate <= 0 or burstiness <= 0.
+// Errors: kInvalidArgument for a rate <= 0, burstiness <= 0 or infinite, or a schedule longer
+// than kMaxScheduleSeconds.
 Result<std::vector<int64_t>> arrival_offsets_ns(size_t count, const ArrivalOptions& options);
 
 }  // namespace ix::workload

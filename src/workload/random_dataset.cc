@@ -92,11 +92,16 @@ void PromptPrefetcher::work() {
       std::unique_lock lock(mutex_);
       cv_.wait_for(lock, std::chrono::milliseconds(50));
     }
-    auto text = dataset_.prompt(order_[k].first, order_[k].second);
-    if (text) {
-      prompts_[k] = std::move(*text);
-    } else {
-      errors_[k] = text.error();
+    try {
+      auto text = dataset_.prompt(order_[k].first, order_[k].second);
+      if (text) {
+        prompts_[k] = std::move(*text);
+      } else {
+        errors_[k] = text.error();
+      }
+    } catch (const std::exception& e) {  // e.g. bad_alloc: reported with the send, not a terminate
+      errors_[k] = Error(ErrorCode::kInternal,
+                         fmt::format("making the prompt of {} tokens failed: {}", order_[k].second, e.what()));
     }
     ready_[k].store(1, std::memory_order_release);
     { std::lock_guard lock(mutex_); }

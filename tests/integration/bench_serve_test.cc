@@ -419,6 +419,14 @@ TEST(BenchServe, OutOfRangeFlagValuesAreErrorsBeforeTheRun) {
       {"--server-pid", "-5"},
       {"--server-pid", "999999999"},
       {"--goodput", "ttft:nan"},
+      // Accepted before: an infinite burstiness (failed after the warmups), a nan percentile
+      // ("pnan_ttft_ms"), lengths and counts that ended in std::bad_alloc or an abort; the
+      // repeated --num-prompts also checks that the last value wins, as argparse's.
+      {"--burstiness", "inf"},
+      {"--metric-percentiles", "90,NaN"},
+      {"--random-input-len", "3000000000"},
+      {"--num-prompts", "100000000000"},
+      {"--num-warmups", "100000000000"},
   };
   for (const auto& args : bad) {
     std::vector<std::string> argv = {"bench",         "serve",       "--model",      "deepseek-r1",
@@ -429,6 +437,33 @@ TEST(BenchServe, OutOfRangeFlagValuesAreErrorsBeforeTheRun) {
     EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << ": " << r.err;
     EXPECT_NE(r.err.find(args[0]), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << args[0] << " ran: " << r.err;
+  }
+}
+
+TEST(BenchServe, FlagCombinationsThatCannotRunAreErrorsBeforeTheRun) {
+  const std::vector<std::string> base = {"bench",       "serve",       "--model",      "deepseek-r1",
+                                         "--tokenizer", "deepseek_v3", "--no-progress"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // The nanosecond schedule overflowed: every request went out at t = 0.
+      {{"--base-url", "http://127.0.0.1:1", "--num-prompts", "5", "--request-rate", "1e-12"}, "--request-rate 1e-12"},
+      // The error named --base-url.
+      {{"--port", "0"}, "--port must be in [1, 65535], got 0"},
+      {{"--port", "70000"}, "--port must be in [1, 65535], got 70000"},
+      // The last value of a repeated option wins (vLLM's argparse), instead of a usage error.
+      {{"--base-url", "http://127.0.0.1:1", "--num-prompts", "5", "--num-prompts", "0"},
+       "--num-prompts must be in [1, 10000000], got 0"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 1) << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << r.err;
   }
 }
 
@@ -449,6 +484,16 @@ TEST(BenchServe, UnwritableResultDirectoryIsAnErrorBeforeTheRun) {
                                           "", 60.0);
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("e.g. connect: cannot connect"), std::string::npos) << refused.err;
+  // A result file name that is a directory: refused before the run (it failed at the rename).
+  std::filesystem::create_directories(dir / "taken.json");
+  auto taken =
+      ix::testing::run_ixbench({"bench", "serve", "--model", "deepseek-r1", "--tokenizer", "deepseek_v3", "--base-url",
+                                "http://127.0.0.1:1", "--num-prompts", "1", "--no-progress", "--save-result",
+                                "--result-dir", dir.string(), "--result-filename", "taken.json"},
+                               "", 60.0);
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_NE(taken.err.find("is a directory"), std::string::npos) << taken.err;
+  EXPECT_EQ(taken.err.find("requests failed"), std::string::npos) << taken.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -68,6 +68,15 @@ TEST(Arrivals, RejectsInvalidParameters) {
   EXPECT_FALSE(arrival_offsets_ns(3, {.request_rate = -1.0, .burstiness = 1.0, .seed = 0}).has_value());
   EXPECT_FALSE(arrival_offsets_ns(3, {.request_rate = 1.0, .burstiness = 0.0, .seed = 0}).has_value());
   EXPECT_FALSE(arrival_offsets_ns(3, {.request_rate = std::nan(""), .burstiness = 1.0, .seed = 0}).has_value());
+  EXPECT_FALSE(arrival_offsets_ns(3, {.request_rate = 1.0, .burstiness = INFINITY, .seed = 0}).has_value());
+  // A schedule beyond int64 nanoseconds (1e-12 requests/s) used to wrap to negative offsets.
+  auto endless = arrival_offsets_ns(3, {.request_rate = 1e-12, .burstiness = 1.0, .seed = 0});
+  ASSERT_FALSE(endless.has_value());
+  EXPECT_NE(endless.error().message().find("raise the rate"), std::string::npos) << endless.error().message();
+  // A slow but representable rate is fine: one request a day.
+  auto daily = arrival_offsets_ns(3, {.request_rate = 1.0 / 86400, .burstiness = 1.0, .seed = 0});
+  ASSERT_TRUE(daily.has_value());
+  EXPECT_GT(daily->back(), 0);
 }
 
 }  // namespace
