@@ -373,6 +373,10 @@ class CompletionSource final : public http::BodySource {
       size_t found = tail_.find(stop);
       if (found == std::string::npos) continue;
       raw.resize(found > tail_before ? found - tail_before : 0);
+      // A match that began in earlier tokens: a non-streamed response still holds that text and
+      // drops it too (a streamed one has sent it).
+      if (!spec_.stream && found < tail_before)
+        text_.resize(text_.size() - std::min(text_.size(), tail_before - found));
       stopped_ = true;
       stop_reason_ = stop;
       cancel_engine();

@@ -223,6 +223,34 @@ TEST(SimServer, DefaultMaxTokensIs16ForCompletions) {
   EXPECT_EQ(object.at("usage").as_object().at("completion_tokens").as_int64(), 16);
 }
 
+TEST(SimServer, NonStreamedResponseDropsAStopStringThatSpansTokens) {
+  Server server(Mode::kFixed, {}, 1, 0.05);  // one token per engine event
+  // Two consecutive output words: a stop string over both begins in an earlier token than the
+  // one that completes it. The output cycles through a fixed passage (each request starting
+  // where the last one stopped), so a long enough request meets the pair. The non-streamed text
+  // must end before the match; it kept the first word.
+  auto full = parse_object(server.post("/v1/completions", R"({"prompt":"x","max_tokens":40,"ignore_eos":true})").body);
+  const std::string text(full.at("choices").as_array().at(0).at("text").as_string());
+  const size_t first = text.find(' ', 1);
+  const size_t second = text.find(' ', first + 1);
+  const size_t third = text.find(' ', second + 1);
+  ASSERT_NE(third, std::string::npos) << text;
+  const std::string word = text.substr(first + 1, second - first - 1);
+  const std::string stop = text.substr(first + 1, third - first - 1);  // "word next"
+  for (const char* endpoint : {"/v1/completions", "/v1/chat/completions"}) {
+    const bool chat = std::string(endpoint).find("chat") != std::string::npos;
+    const std::string body = std::string(chat ? R"({"messages":[{"role":"user","content":"x"}])" : R"({"prompt":"x")") +
+                             R"(,"max_tokens":3000,"ignore_eos":true,"stop":[")" + stop + R"("]})";
+    auto object = parse_object(server.post(endpoint, body).body);
+    const auto& choice = object.at("choices").as_array().at(0).as_object();
+    const std::string got(chat ? choice.at("message").at("content").as_string() : choice.at("text").as_string());
+    EXPECT_EQ(choice.at("finish_reason").as_string(), "stop") << endpoint;
+    EXPECT_EQ(got.find(stop), std::string::npos) << endpoint;
+    EXPECT_FALSE(got.ends_with(word)) << endpoint << " kept the start of the match: ..." << got.substr(got.size() - 30);
+    EXPECT_TRUE(got.ends_with(" ")) << endpoint << ": ..." << got.substr(got.size() - 30);
+  }
+}
+
 TEST(SimServer, TokenIdPromptsCountExactly) {
   Server server;
   auto object = parse_object(server.post("/v1/completions", R"({"prompt":[5,6,7,8,9],"max_tokens":1})").body);
