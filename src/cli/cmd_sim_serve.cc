@@ -76,6 +76,10 @@ int run(SimServeFlags& flags, bool explicit_fault_seed) {
   const Clock& clock = steady_clock_instance();
   std::unique_ptr<sim::LiveEngine> engine;
   if (flags.no_delay || fixed) {
+    // The cost model's engine flags are not used in these modes, except the context window.
+    if (flags.engine.config.max_model_len < 0)
+      return report_error(Error(ErrorCode::kInvalidArgument, fmt::format("--max-model-len must be >= 0, got {}",
+                                                                         flags.engine.config.max_model_len)));
     int32_t max_model_len =
         flags.engine.config.max_model_len > 0 ? flags.engine.config.max_model_len : kScheduleModeDefaultMaxModelLen;
     if (flags.no_delay) {

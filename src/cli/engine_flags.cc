@@ -114,6 +114,7 @@ Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
     config.decode.num_workers = flags.decode_workers;
   }
   if (auto ok = sim::validate(config); !ok) return fail(ok.error());
+  if (auto ok = sim::check_model_parallelism(config); !ok) return fail(ok.error());
   return config;
 }
 

@@ -203,10 +203,20 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
       if (content_length && *content_length != length) return error(400, "conflicting Content-Length headers");
       content_length = length;
     } else if (field.name == "transfer-encoding") {
-      if (has_token(value, "chunked")) {
+      // Every coding of every Transfer-Encoding field (RFC 9112 §6.1): only chunked, once, and
+      // the no-op identity are implemented; any other coding (gzip, before or after chunked) is
+      // refused, so the body's framing is never guessed.
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string_view::npos) comma = value.size();
+        const std::string_view coding = trim(value.substr(start, comma - start));
+        start = comma + 1;
+        if (coding.empty() || ascii_iequals(coding, "identity")) continue;
+        if (!ascii_iequals(coding, "chunked"))
+          return error(501, "unsupported Transfer-Encoding '" + std::string(coding) + "'");
+        if (chunked) return error(400, "chunked Transfer-Encoding applied twice");
         chunked = true;
-      } else if (!ascii_iequals(value, "identity")) {
-        return error(501, "unsupported Transfer-Encoding '" + std::string(value) + "'");
       }
     } else if (field.name == "connection") {
       connection_close = connection_close || has_token(value, "close");

@@ -17,19 +17,33 @@ int32_t engine_gpus(const WorkerTopology& topology) {
   return std::max({1, topology.tp, topology.ep});
 }
 
+// Bounds far above any deployment that keep a typo from allocating per-rank KV pools by the
+// thousand (--replicas 100000 needed ~270 GB).
+constexpr int32_t kMaxParallel = 1024;
+constexpr int32_t kMaxEngines = 1024;
+constexpr int32_t kMaxBlocksPerRank = 1 << 24;
+constexpr int64_t kMaxRanks = 2048;                       // schedulers (DP-attention ranks) over all engines
+constexpr int64_t kMaxOverrideBlocks = int64_t{1} << 27;  // ranks x --num-gpu-blocks-override
+
+int64_t scheduler_ranks(const WorkerTopology& topology) {
+  return int64_t{std::max(1, topology.num_workers)} * (topology.dp_attn ? std::max(1, topology.tp) : 1);
+}
+
 Result<void> check_topology(const WorkerTopology& topology, std::string_view prefix, bool need_workers) {
-  if (topology.tp < 1)
-    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}tp must be >= 1, got {}", prefix, topology.tp));
-  if (topology.ep < 1)
-    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}ep must be >= 1, got {}", prefix, topology.ep));
+  if (topology.tp < 1 || topology.tp > kMaxParallel)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--{}tp must be in [1, {}], got {}", prefix, kMaxParallel, topology.tp));
+  if (topology.ep < 1 || topology.ep > kMaxParallel)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--{}ep must be in [1, {}], got {}", prefix, kMaxParallel, topology.ep));
   const int32_t hi = std::max(topology.tp, topology.ep);
   const int32_t lo = std::min(topology.tp, topology.ep);
   if (hi % lo != 0)
     return fail(ErrorCode::kInvalidArgument, fmt::format("--{}tp ({}) and --{}ep ({}) must divide one another", prefix,
                                                          topology.tp, prefix, topology.ep));
-  if (need_workers && topology.num_workers < 1)
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--{}workers must be >= 1 with disaggregation, got {}", prefix, topology.num_workers));
+  if (need_workers && (topology.num_workers < 1 || topology.num_workers > kMaxEngines))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--{}workers must be in [1, {}] with disaggregation, got {}",
+                                                         prefix, kMaxEngines, topology.num_workers));
   return {};
 }
 
@@ -126,9 +140,23 @@ Result<void> validate(const EngineConfig& config) {
     if (auto ok = check_topology(config.decode, "decode-", true); !ok) return ok;
   } else {
     if (auto ok = check_topology(WorkerTopology{1, config.tp, config.ep, config.dp_attn}, "", false); !ok) return ok;
-    if (config.num_replicas < 1)
-      return fail(ErrorCode::kInvalidArgument, fmt::format("--replicas must be >= 1, got {}", config.num_replicas));
+    if (config.num_replicas < 1 || config.num_replicas > kMaxEngines)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--replicas must be in [1, {}], got {}", kMaxEngines, config.num_replicas));
   }
+  const int64_t ranks =
+      config.disagg ? scheduler_ranks(config.prefill) + scheduler_ranks(config.decode)
+                    : scheduler_ranks(WorkerTopology{config.num_replicas, config.tp, config.ep, config.dp_attn});
+  if (ranks > kMaxRanks)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("{} schedulers (engines x DP-attention ranks) exceed the simulator's {}: use fewer "
+                            "--replicas / workers or a smaller --tp with --dp-attn",
+                            ranks, kMaxRanks));
+  if (ranks * config.num_gpu_blocks_override > kMaxOverrideBlocks)
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--num-gpu-blocks-override {} over {} ranks is {} KV blocks, more than the simulator's {}",
+                    config.num_gpu_blocks_override, ranks, ranks * config.num_gpu_blocks_override, kMaxOverrideBlocks));
   if (config.spec_decoding == SpecDecoding::kNone && (config.num_spec_tokens > 0 || config.acceptance_length > 0))
     return fail(ErrorCode::kInvalidArgument,
                 "--num-spec-tokens and --acceptance-length apply to speculative decoding: add --spec-decoding mtp "
@@ -161,8 +189,10 @@ Result<void> validate(const EngineConfig& config) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--gpu-memory-utilization must be in (0, 1] (0 = framework default), got {}",
                             config.gpu_memory_utilization));
-  if (config.num_gpu_blocks_override < 0)
-    return fail(ErrorCode::kInvalidArgument, "--num-gpu-blocks-override must be >= 0");
+  if (config.num_gpu_blocks_override < 0 || config.num_gpu_blocks_override > kMaxBlocksPerRank)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--num-gpu-blocks-override must be in [0, {}] (0 = from memory), got {}", kMaxBlocksPerRank,
+                            config.num_gpu_blocks_override));
   if (config.max_model_len < 0) return fail(ErrorCode::kInvalidArgument, "--max-model-len must be >= 0");
   if (config.scheduler_recv_interval < 0)
     return fail(ErrorCode::kInvalidArgument,
@@ -178,6 +208,33 @@ Result<void> validate(const EngineConfig& config) {
     return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));
   auto resolved = resolve_engine(config);
   if (!resolved) return fail(resolved.error());
+  return {};
+}
+
+Result<void> check_model_parallelism(const EngineConfig& config) {
+  Result<Catalog> catalog = config.catalog_dir.empty() ? Catalog::builtin() : Catalog::load_dir(config.catalog_dir);
+  if (!catalog) return fail(catalog.error());
+  auto found = catalog->model(config.model);
+  if (!found) return fail(found.error());
+  const ModelSpec* model = *found;
+  auto check = [&](const WorkerTopology& t, std::string_view prefix) -> Result<void> {
+    if (!t.dp_attn && t.tp > 1 && model->num_heads > 0 && model->num_heads % t.tp != 0)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--{}tp {} does not divide {}'s {} attention heads (each rank needs whole heads); use a "
+                              "divisor of {}, or --{}dp-attn",
+                              prefix, t.tp, model->name, model->num_heads, model->num_heads, prefix));
+    if (t.ep > 1 && !model->is_moe())
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--{}ep {}: {} is a dense model (no experts to spread); drop --{}ep", prefix, t.ep,
+                              model->name, prefix));
+    return {};
+  };
+  if (config.disagg) {
+    if (auto ok = check(config.prefill, "prefill-"); !ok) return ok;
+    if (auto ok = check(config.decode, "decode-"); !ok) return ok;
+  } else if (auto ok = check(WorkerTopology{1, config.tp, config.ep, config.dp_attn}, ""); !ok) {
+    return ok;
+  }
   return {};
 }
 

@@ -136,6 +136,12 @@ int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc)
 // "auto" | "on" | "off".
 Result<AttentionDpBalance> parse_attention_dp_balance(const std::string& text);
 std::string attention_dp_balance_name(AttentionDpBalance balance);
+// Rules that need the model, for configurations given on the command line (as vLLM checks at
+// start-up): the attention heads split evenly over --tp without DP attention, and --ep only for
+// MoE models. Measured points and sweep rows are not held to them (legacy rows record a worker's
+// GPUs as its tp).
+Result<void> check_model_parallelism(const EngineConfig& config);
+
 // Whether a single-node engine of this configuration balances contexts across its DP-attention
 // ranks (attention_dp_balance resolved for the framework; false without DP attention).
 bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family);

@@ -204,15 +204,36 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
   }
   if (auto it = row.find("scenario-type"); it != row.end() && it->value().is_string())
     workload.scenario_type = std::string(it->value().as_string());
-  if (row.contains("isl")) {
-    auto isl = int_field(row, "isl", "row");
-    if (!isl) return fail(isl.error());
-    workload.isl = *isl;
+  for (const char* key : {"isl", "osl"}) {
+    if (!row.contains(key)) continue;
+    auto value = int_field(row, key, "row");
+    if (!value) return fail(value.error());
+    if (*value < 1)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("row: '{}' must be >= 1, got {}", key, *value));
+    (std::string_view(key) == "isl" ? workload.isl : workload.osl) = *value;
   }
-  if (row.contains("osl")) {
-    auto osl = int_field(row, "osl", "row");
-    if (!osl) return fail(osl.error());
-    workload.osl = *osl;
+  // Parallelism the simulator does not model is refused rather than predicted as if absent
+  // (a pp 2 row was predicted on half its GPUs).
+  for (const boost::json::object* where : {&row, row.if_contains("prefill") ? row.at("prefill").if_object() : nullptr,
+                                           row.if_contains("decode") ? row.at("decode").if_object() : nullptr}) {
+    if (!where) continue;
+    for (const char* key : {"pp", "pcp-size", "dcp-size"}) {
+      if (!where->contains(key) || where->at(key).is_null()) continue;
+      auto value = int_field(*where, key, "row");
+      if (!value) return fail(value.error());
+      if (*value > 1)
+        return fail(ErrorCode::kUnsupported,
+                    fmt::format("row: '{}' = {}: pipeline and context parallelism are not modelled by the simulator "
+                                "(tp, ep, dp-attn and disaggregation are)",
+                                key, *value));
+    }
+  }
+  if (row.contains("max-model-len") && !row.at("max-model-len").is_null() && config.max_model_len == 0) {
+    auto value = int_field(row, "max-model-len", "row");
+    if (!value) return fail(value.error());
+    if (*value < 0)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("row: 'max-model-len' must be >= 0, got {}", *value));
+    config.max_model_len = *value;
   }
   if (auto it = row.find("conc"); it != row.end()) {
     auto add_conc = [&](int64_t value) -> Result<void> {

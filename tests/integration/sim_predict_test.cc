@@ -175,6 +175,48 @@ TEST(SimPredict, BadInputsAreErrorsNotCrashes) {
   EXPECT_EQ(half_disagg.exit_code, 1);
 }
 
+TEST(SimPredict, LayoutsTheModelOrTheSimulatorCannotHoldAreRefused) {
+  // Each was predicted before (tp 1000000: throughput 0 per GPU), or ran out of memory.
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--model", "llama-3.3-70b", "--hardware", "h200", "--tp", "3"}, "--tp 3 does not divide llama-3.3-70b's 64"},
+      {{"--model", "deepseek-r1", "--hardware", "mi355x", "--precision", "fp4", "--tp", "5"}, "attention heads"},
+      {{"--model", "llama-3.3-70b", "--hardware", "h200", "--tp", "8", "--ep", "8"}, "is a dense model"},
+      {{"--model", "deepseek-r1", "--hardware", "b200", "--precision", "fp4", "--tp", "1000000"},
+       "--tp must be in [1, 1024]"},
+      {{"--model", "deepseek-r1", "--hardware", "b200", "--precision", "fp4", "--tp", "4", "--replicas", "100000"},
+       "--replicas must be in [1, 1024]"},
+      {{"--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--dp-attn", "--replicas", "300"},
+       "2400 schedulers"},
+      {{"--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--num-gpu-blocks-override", "2000000000"},
+       "--num-gpu-blocks-override 2000000000"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {"sim", "predict", "--isl", "128", "--osl", "16", "--conc", "4"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = run_ixbench(argv);
+    EXPECT_EQ(r.exit_code, 1) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  // With DP attention every rank holds whole heads: tp 48 is fine for DeepSeek's 128.
+  auto dp = run_ixbench({"sim", "predict", "--model", "deepseek-r1", "--hardware", "gb300", "--precision", "fp4",
+                         "--tp", "48", "--ep", "48", "--dp-attn", "--isl", "128", "--osl", "16", "--conc", "4"});
+  EXPECT_EQ(dp.exit_code, 0) << dp.err;
+  // A sweep row with pipeline or context parallelism is refused, not predicted on part of its GPUs.
+  for (const char* extra : {R"("pp":2)", R"("pcp-size":2)", R"("isl":0)"}) {
+    auto row =
+        run_ixbench({"sim", "predict", "--row",
+                     std::string(R"({"model":"deepseek-r1","runner":"h200","precision":"fp8","framework":"vllm",)") +
+                         R"("osl":128,"conc":4,"tp":8,"isl":1024,)" + extra + "}"});
+    EXPECT_EQ(row.exit_code, 1) << extra;
+    const std::string key(extra);
+    EXPECT_NE(row.err.find("'" + key.substr(1, key.find('"', 1) - 1) + "'"), std::string::npos) << row.err;
+  }
+}
+
 TEST(SimPredict, ConcListsAndSpecFlagsAreChecked) {
   const std::vector<std::string> base = {"sim",   "predict", "--hardware", "h200", "--tp",     "8",
                                          "--isl", "128",     "--osl",      "16",   "--format", "table"};

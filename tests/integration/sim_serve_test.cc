@@ -183,6 +183,7 @@ TEST(SimServe, FlagErrorsAreReported) {
       {"--no-delay", "--threads", "100000"},
       {"--no-delay", "--request-timeout-ms", "0"},
       {"--no-delay", "--idle-timeout-ms", "-1"},
+      {"--no-delay", "--max-model-len", "-5"},
   };
   for (const auto& args : bad) {
     std::vector<std::string> argv = {"sim", "serve", "--port", "0", "--tokenizer", "none"};

@@ -109,6 +109,10 @@ TEST(ServerRequestParser, MalformedInputGetsTheRightStatus) {
       {"conflicting lengths", "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
       {"length and chunked", "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
       {"unknown coding", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      // A list was accepted whenever it named chunked (the gzip coding silently ignored).
+      {"gzip then chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"chunked then gzip", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 501},
+      {"chunked twice", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
       {"bad chunk size", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
       {"binary request line", std::string("GE\0T / HTTP/1.1", 15), 400},
       {"control char in value", "GET / HTTP/1.1\r\nA: b\x01\r\n\r\n", 400},
