@@ -36,36 +36,40 @@ bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
+// The approximate codec's pieces: a leading whitespace run + up to 4 bytes of non-space (a long
+// whitespace run is cut), never inside a UTF-8 sequence. Returns where the piece at `pos` ends.
+size_t piece_end(std::string_view text, size_t pos) {
+  const size_t start = pos;
+  while (pos < text.size() && is_space(text[pos]) && pos - start < kMaxPieceBytes) ++pos;
+  const size_t word_start = pos;
+  while (pos < text.size() && !is_space(text[pos]) && pos - word_start < kMaxPieceBytes) ++pos;
+  while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+  return pos == start ? pos + 1 : pos;
+}
+
+int32_t piece_id(std::string_view piece) {
+  return kFallbackVocabBase + static_cast<int32_t>(fnv1a64(piece) % (kFallbackVocabSize - kFallbackVocabBase));
+}
+
 class FallbackCodec final : public TextCodec {
  public:
   FallbackCodec() {
-    // Output tokens: the passage's words with their leading space (one token per word).
-    std::string_view rest = kPassage;
-    while (!rest.empty()) {
-      size_t end = rest.find(' ', 1);
-      std::string word(rest.substr(0, end));
-      std::vector<int32_t> ids;
-      encode(word, false, ids);
-      output_tokens_.push_back({ids.empty() ? 0 : ids.front(), word, json_escape(word)});
-      if (end == std::string_view::npos) break;
-      rest.remove_prefix(end);
+    // Output tokens: the passage's own pieces, so streamed text re-encodes (/tokenize, a client's
+    // count) to exactly the tokens streamed.
+    for (size_t pos = 0; pos < kPassage.size();) {
+      const size_t end = piece_end(kPassage, pos);
+      std::string piece(kPassage.substr(pos, end - pos));
+      output_tokens_.push_back({piece_id(piece), piece, json_escape(piece)});
+      pos = end;
     }
     index_word_starts();
   }
 
   void encode(std::string_view text, bool, std::vector<int32_t>& out) const override {
-    size_t pos = 0;
-    while (pos < text.size()) {
-      // A piece: leading whitespace run + up to 4 bytes of non-space (or a long whitespace run cut).
-      size_t start = pos;
-      while (pos < text.size() && is_space(text[pos]) && pos - start < kMaxPieceBytes) ++pos;
-      size_t word_start = pos;
-      while (pos < text.size() && !is_space(text[pos]) && pos - word_start < kMaxPieceBytes) ++pos;
-      // Do not cut a UTF-8 sequence in the middle.
-      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
-      if (pos == start) ++pos;
-      uint64_t hash = fnv1a64(text.substr(start, pos - start));
-      out.push_back(kFallbackVocabBase + static_cast<int32_t>(hash % (kFallbackVocabSize - kFallbackVocabBase)));
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t end = piece_end(text, pos);
+      out.push_back(piece_id(text.substr(pos, end - pos)));
+      pos = end;
     }
   }
 
