@@ -548,8 +548,8 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
 
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
-  // Every worker needs at least one slot of the concurrency cap (an open-loop worker without one
-  // could never send its arrivals).
+  // No more threads than the concurrency cap: a closed-loop worker's share of the cap would be
+  // zero and the thread idle.
   const int threads = static_cast<int>(
       std::max<int64_t>(1, std::min<int64_t>(options.threads, options.max_concurrency.value_or(options.threads))));
   Shared shared;
