@@ -58,7 +58,9 @@ int run_sweep(const SweepFlags& flags, bool full_sweep) {
   options.no_evals = flags.no_evals;
   options.evals_only = flags.evals_only;
   options.all_evals = flags.all_evals;
-  if (flags.runner_node_filter_option && flags.runner_node_filter_option->count() > 0) {
+  // An empty filter is no filter (CI workflows pass empty inputs), as the reference generator.
+  if (flags.runner_node_filter_option && flags.runner_node_filter_option->count() > 0 &&
+      !flags.runner_node_filter.empty()) {
     options.runner_node_filter = flags.runner_node_filter;
   }
   for (const auto& name : flags.scenario_types) {

@@ -132,8 +132,16 @@ class MapView {
 };
 
 // Typed field readers. Each reports its own problem and returns nullopt on failure.
+// Upper bounds far above any deployment, so sums and products of fields (GPUs = tp x pp x pcp,
+// max-model-len = isl + osl + 256) cannot overflow into plausible-looking wrong values.
+constexpr int64_t kMaxConfigInt = 1'000'000'000;
+constexpr int64_t kMaxParallelism = 65'536;
+
 std::optional<int64_t> read_int(const MapView& map, Reporter& reporter, std::string_view key, bool required,
                                 int64_t min_value, std::string_view hint) {
+  const bool parallelism = key == "tp" || key == "ep" || key == "pp" || key == "dcp-size" || key == "pcp-size" ||
+                           key == "num-worker" || key == "gpus-per-node";
+  const int64_t max_value = parallelism ? kMaxParallelism : kMaxConfigInt;
   const YamlNode* node = map.get(key);
   if (!node) {
     if (required) map.missing(key, fmt::format("an integer, e.g. `{}`", hint));
@@ -148,6 +156,11 @@ std::optional<int64_t> read_int(const MapView& map, Reporter& reporter, std::str
   if (*value < min_value) {
     reporter.error(node->mark, map.path(key),
                    fmt::format("expected an integer >= {} (e.g. `{}`), got {}", min_value, hint, *value));
+    return std::nullopt;
+  }
+  if (*value > max_value) {
+    reporter.error(node->mark, map.path(key),
+                   fmt::format("expected an integer <= {} (e.g. `{}`), got {}", max_value, hint, *value));
     return std::nullopt;
   }
   return value;
@@ -702,9 +715,17 @@ Result<std::string> read_text(const std::filesystem::path& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(ErrorCode::kIo, fmt::format("{}: cannot open for reading", path.string()));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  // Read in pieces up to a bound: /dev/zero or a mistaken binary must not exhaust memory.
+  constexpr size_t kMaxConfigBytes = size_t{256} << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("{}: larger than {} MiB; is this a master config?",
+                                                           path.string(), kMaxConfigBytes >> 20));
+  }
+  return text;
 }
 
 Diagnostic file_diagnostic(const std::string& file, const Error& error) {

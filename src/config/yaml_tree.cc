@@ -119,6 +119,14 @@ std::optional<bool> resolve_bool(std::string_view text) {
   return std::nullopt;
 }
 
+// A document may hold at most this many nodes, aliases counted as the copies they become (the
+// shipped master configs hold ~25k).
+constexpr size_t kMaxYamlNodes = 4'000'000;
+
+struct NodeBudgetExceeded {
+  YAML::Mark mark;
+};
+
 // Builds YamlNodes from parser events. Finished children are moved into their parent frame, so
 // no pointer into a growing vector is ever kept.
 class TreeBuilder : public YAML::EventHandler {
@@ -137,13 +145,19 @@ class TreeBuilder : public YAML::EventHandler {
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     YamlNode node;
-    if (anchor < anchors_.size()) node = anchors_[anchor];
+    if (anchor < anchors_.size()) {
+      // Every alias is a copy: nested aliases grow tenfold per level ("billion laughs"), so the
+      // copies count against the node budget.
+      count(anchor_nodes_[anchor], mark);
+      node = anchors_[anchor];
+    }
     node.mark = to_mark(mark);
     finish(std::move(node), 0);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
+    count(1, mark);
     YamlNode node;
     node.kind = YamlKind::kScalar;
     node.mark = to_mark(mark);
@@ -176,6 +190,7 @@ class TreeBuilder : public YAML::EventHandler {
   static Mark to_mark(const YAML::Mark& mark) { return Mark{mark.line + 1, mark.column + 1}; }
 
   void open(YamlKind kind, const YAML::Mark& mark, YAML::anchor_t anchor) {
+    count(1, mark);
     Frame frame;
     frame.node.kind = kind;
     frame.node.mark = to_mark(mark);
@@ -191,8 +206,12 @@ class TreeBuilder : public YAML::EventHandler {
 
   void finish(YamlNode node, YAML::anchor_t anchor) {
     if (anchor != 0) {
-      if (anchors_.size() <= anchor) anchors_.resize(anchor + 1);
+      if (anchors_.size() <= anchor) {
+        anchors_.resize(anchor + 1);
+        anchor_nodes_.resize(anchor + 1);
+      }
       anchors_[anchor] = node;
+      anchor_nodes_[anchor] = node_count(node);
     }
     if (stack_.empty()) {
       root_ = std::move(node);
@@ -209,10 +228,61 @@ class TreeBuilder : public YAML::EventHandler {
     }
   }
 
+  static size_t node_count(const YamlNode& node) {
+    size_t n = 1;
+    for (const auto& item : node.items) n += node_count(item);
+    for (const auto& [key, value] : node.entries) n += node_count(key) + node_count(value);
+    return n;
+  }
+
+  void count(size_t nodes, const YAML::Mark& mark) {
+    nodes_ += nodes;
+    if (nodes_ > kMaxYamlNodes) throw NodeBudgetExceeded{mark};
+  }
+
   std::vector<Frame> stack_;
   std::vector<YamlNode> anchors_;
+  std::vector<size_t> anchor_nodes_;  // nodes in each anchored subtree
+  size_t nodes_ = 0;
   YamlNode root_;
 };
+
+// Notes where a second document starts.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  std::optional<Mark> start;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (!start) start = Mark{mark.line + 1, mark.column + 1};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The first byte that is not valid UTF-8 (or a NUL), as a 1-based position, or nullopt.
+std::optional<std::pair<Mark, unsigned char>> first_invalid_utf8(std::string_view text) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = length > 0 && c != 0 && i + length <= text.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
+    for (size_t k = 1; ok && k < length; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (!ok) return std::pair{Mark{line, column}, c};
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -258,12 +328,32 @@ std::string YamlNode::describe() const {
 }
 
 Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name) {
+  if (auto bad = first_invalid_utf8(text)) {
+    return fail(ErrorCode::kParse,
+                fmt::format("{}:{}:{}: {} (the file must be UTF-8 text; re-save it as UTF-8)", source_name,
+                            bad->first.line, bad->first.column,
+                            bad->second == 0 ? std::string("NUL byte")
+                                             : fmt::format("byte 0x{:02x} is not valid UTF-8", bad->second)));
+  }
   try {
     std::istringstream input{std::string(text)};
     YAML::Parser parser(input);
     TreeBuilder builder;
     if (!parser.HandleNextDocument(builder)) return YamlNode{};
+    DocumentProbe probe;
+    if (parser.HandleNextDocument(probe)) {
+      const Mark at = probe.start.value_or(Mark{});
+      return fail(ErrorCode::kParse,
+                  fmt::format("{}:{}:{}: a second YAML document ('---'): a master config is one document (merge them, "
+                              "or pass each file to --config-files)",
+                              source_name, at.line, at.column));
+    }
     return builder.take_root();
+  } catch (const NodeBudgetExceeded& error) {
+    return fail(ErrorCode::kParse,
+                fmt::format("{}:{}:{}: YAML aliases expand to more than {} nodes here (nested anchors copied "
+                            "over and over); write the values out or use fewer nested aliases",
+                            source_name, error.mark.line + 1, error.mark.column + 1, kMaxYamlNodes));
   } catch (const YAML::Exception& error) {
     // yaml-cpp may quote the offending byte; keep the message printable on one line.
     std::string what;

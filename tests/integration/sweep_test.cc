@@ -94,6 +94,27 @@ TEST(Sweep, MissingFilesAreErrors) {
   EXPECT_NE(result.err.find("configs/runners.yaml: file does not exist"), std::string::npos) << result.err;
 }
 
+TEST(Sweep, AnEmptyRunnerNodeFilterIsNoFilter) {
+  // CI workflows pass empty inputs; "" matched every node and multiplied the matrix (10 -> 100).
+  std::vector<std::string> base{"sweep",           "full-sweep",
+                                "--config-files",  fixture("valid-master.yaml"),
+                                "--runner-config", fixture("runners.yaml")};
+  auto plain = run_ixbench(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  base.insert(base.end(), {"--runner-node-filter", ""});
+  auto empty = run_ixbench(base);
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, plain.out);
+}
+
+TEST(Sweep, ANonFileOrHugeInputIsAClearError) {
+  // /dev/zero was read without bound: "internal error: std::bad_alloc" with no file name.
+  auto result = run_ixbench({"validate", "--config-files", "/dev/zero"}, "", 60.0);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("/dev/zero: larger than 256 MiB"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
+}
+
 TEST(Sweep, FlagConflictsAreUsageErrors) {
   std::vector<std::string> base{"sweep",           "full-sweep",
                                 "--config-files",  fixture("valid-master.yaml"),

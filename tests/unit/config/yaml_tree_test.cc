@@ -81,6 +81,47 @@ TEST(YamlTree, AliasesCopyTheAnchoredNode) {
   EXPECT_EQ(copy.mark.line, 2);
 }
 
+TEST(YamlTree, NestedAliasesThatExplodeAreRefused) {
+  // "Billion laughs": each level aliases the previous one ten times. Every alias is a copy, so
+  // nine levels meant ~10^9 nodes (bad_alloc, or the machine out of memory).
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 9; ++level) {
+    text += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *a" : "*a") + std::to_string(level - 1);
+    text += "]\n";
+  }
+  auto node = parse_yaml(text, "laughs.yaml");
+  ASSERT_FALSE(node.has_value());
+  EXPECT_NE(node.error().message().find("laughs.yaml:"), std::string::npos) << node.error().message();
+  EXPECT_NE(node.error().message().find("aliases expand to more than"), std::string::npos) << node.error().message();
+}
+
+TEST(YamlTree, ASecondDocumentIsAnError) {
+  // PyYAML refuses a stream of two documents; everything after `---` used to be dropped silently.
+  auto two = parse_yaml("a: 1\n---\nb: 2\n", "two.yaml");
+  ASSERT_FALSE(two.has_value());
+  EXPECT_NE(two.error().message().find("two.yaml:2:1:"), std::string::npos) << two.error().message();
+  EXPECT_NE(two.error().message().find("second YAML document"), std::string::npos);
+  auto broken = parse_yaml("a: 1\n---\nb: [2\n", "broken.yaml");
+  ASSERT_FALSE(broken.has_value());
+  EXPECT_NE(broken.error().message().find("YAML syntax error"), std::string::npos) << broken.error().message();
+  // One document with explicit markers is fine.
+  EXPECT_EQ(value_of(parse_ok("---\na: 1\n...\n"), "a").as_int(), 1);
+}
+
+TEST(YamlTree, TextThatIsNotUtf8IsRefusedWithItsPosition) {
+  // Bytes 0xFF 0xFE were read as Latin-1 ("deepseek-\u00ff\u00fe").
+  auto latin = parse_yaml("a: 1\nmodel: deepseek-\xff\xfe\n", "bytes.yaml");
+  ASSERT_FALSE(latin.has_value());
+  EXPECT_NE(latin.error().message().find("bytes.yaml:2:17: byte 0xff is not valid UTF-8"), std::string::npos)
+      << latin.error().message();
+  auto nul = parse_yaml(std::string("a: b\0c: d\n", 11), "nul.yaml");
+  ASSERT_FALSE(nul.has_value());
+  EXPECT_NE(nul.error().message().find("nul.yaml:1:5: NUL byte"), std::string::npos) << nul.error().message();
+  // Valid multi-byte text is fine.
+  EXPECT_EQ(value_of(parse_ok("name: \"\u00e9t\u00e9 \u4e2d\u6587 \U0001F600\"\n"), "name").as_string()->size(), 17u);
+}
+
 TEST(YamlTree, SyntaxErrorNamesFileLineColumn) {
   auto node = parse_yaml("a: [1, 2\nb: 3\n", "configs/x.yaml");
   ASSERT_FALSE(node.has_value());
