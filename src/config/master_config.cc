@@ -960,7 +960,22 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
                                 const std::filesystem::path* runner_file) {
   ValidationReport report;
   std::vector<MasterConfig> all;
+  std::vector<std::pair<std::filesystem::path, std::string>> seen;  // canonical path, as given
   for (const auto& path : config_files) {
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(path, ec);
+    if (!ec) {
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == canonical; });
+      if (it != seen.end()) {
+        // Every key of the file would be reported as defined twice, pointing at itself.
+        Diagnostic d;
+        d.where.file = path.string();
+        d.message = fmt::format("listed twice in --config-files (also as '{}'); give each file once", it->second);
+        report.diagnostics.push_back(std::move(d));
+        continue;
+      }
+      seen.emplace_back(canonical, path.string());
+    }
     auto text = read_text(path);
     if (!text) {
       report.diagnostics.push_back(file_diagnostic(path.string(), text.error()));

@@ -6,6 +6,7 @@
 #include <yaml-cpp/mark.h>
 #include <yaml-cpp/parser.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -127,6 +128,10 @@ struct NodeBudgetExceeded {
   YAML::Mark mark;
 };
 
+struct MergeError {
+  Mark mark;
+};
+
 // Builds YamlNodes from parser events. Finished children are moved into their parent frame, so
 // no pointer into a growing vector is ever kept.
 class TreeBuilder : public YAML::EventHandler {
@@ -201,7 +206,45 @@ class TreeBuilder : public YAML::EventHandler {
   void close() {
     Frame frame = std::move(stack_.back());
     stack_.pop_back();
+    if (frame.node.kind == YamlKind::kMap) resolve_merge_keys(frame.node);
     finish(std::move(frame.node), frame.anchor);
+  }
+
+  // YAML 1.1 merge keys, as PyYAML's SafeLoader: `<<: *base` (or a list of aliases) adds the
+  // entries of the merged mappings that the mapping does not set itself; earlier sources win.
+  static void resolve_merge_keys(YamlNode& map) {
+    const auto is_merge = [](const YamlNode& key) { return key.is_scalar() && key.plain && key.scalar == "<<"; };
+    if (std::none_of(map.entries.begin(), map.entries.end(), [&](const auto& e) { return is_merge(e.first); })) return;
+    std::vector<std::pair<YamlNode, YamlNode>> own, merged;
+    std::vector<const YamlNode*> sources;
+    for (auto& entry : map.entries) {
+      if (!is_merge(entry.first)) {
+        own.push_back(std::move(entry));
+        continue;
+      }
+      if (entry.second.is_map()) {
+        sources.push_back(&entry.second);
+      } else if (entry.second.is_sequence()) {
+        for (const auto& item : entry.second.items) {
+          if (!item.is_map()) throw MergeError{item.mark};
+          sources.push_back(&item);
+        }
+      } else {
+        throw MergeError{entry.second.mark};
+      }
+    }
+    const auto has_key = [](const std::vector<std::pair<YamlNode, YamlNode>>& entries, const YamlNode& key) {
+      return std::any_of(entries.begin(), entries.end(), [&](const auto& e) {
+        return e.first.is_scalar() && key.is_scalar() && e.first.scalar == key.scalar;
+      });
+    };
+    for (const YamlNode* source : sources) {
+      for (const auto& entry : source->entries) {
+        if (!has_key(own, entry.first) && !has_key(merged, entry.first)) merged.push_back(entry);
+      }
+    }
+    map.entries = std::move(merged);
+    for (auto& entry : own) map.entries.push_back(std::move(entry));
   }
 
   void finish(YamlNode node, YAML::anchor_t anchor) {
@@ -349,6 +392,9 @@ Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name)
                               source_name, at.line, at.column));
     }
     return builder.take_root();
+  } catch (const MergeError& error) {
+    return fail(ErrorCode::kParse, fmt::format("{}:{}:{}: a merge key (<<) takes a mapping or a list of mappings",
+                                               source_name, error.mark.line, error.mark.column));
   } catch (const NodeBudgetExceeded& error) {
     return fail(ErrorCode::kParse,
                 fmt::format("{}:{}:{}: YAML aliases expand to more than {} nodes here (nested anchors copied "

@@ -1,6 +1,8 @@
 // `ixbench validate` through the real binary: exit codes and the file:line:column messages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "support/subprocess.h"
@@ -58,6 +60,16 @@ TEST(Validate, ReportsEveryProblemWithFileLineColumn) {
   EXPECT_EQ(count_lines(result.err), 6u) << result.err;
 }
 
+TEST(Validate, AFileListedTwiceIsNamedOnce) {
+  // Every key used to be reported as "already defined in" the same file, pointing at itself.
+  const std::string file = fixture("valid-master.yaml");
+  const std::string same = std::filesystem::path(file).parent_path().string() + "/./valid-master.yaml";
+  auto result = run_ixbench({"validate", "--config-files", file, same, "--runner-config", fixture("runners.yaml")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("listed twice in --config-files"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("already defined"), std::string::npos) << result.err;
+}
+
 TEST(Validate, SyntaxErrorAndMissingFileAreReportedTogether) {
   auto result = run_ixbench({"validate", "--config-files", fixture("syntax-error.yaml"), fixture("no-such-file.yaml")});
   EXPECT_EQ(result.exit_code, 1);
@@ -66,8 +78,12 @@ TEST(Validate, SyntaxErrorAndMissingFileAreReportedTogether) {
 }
 
 TEST(Validate, DuplicateKeyAcrossFiles) {
-  auto result = run_ixbench({"validate", "--config-files", fixture("valid-master.yaml"), fixture("valid-master.yaml"),
+  // Two different files defining the same key (a copy of the fixture).
+  const auto copy = std::filesystem::temp_directory_path() / ("ixbench_dup_" + std::to_string(::getpid()) + ".yaml");
+  std::filesystem::copy_file(fixture("valid-master.yaml"), copy, std::filesystem::copy_options::overwrite_existing);
+  auto result = run_ixbench({"validate", "--config-files", fixture("valid-master.yaml"), copy.string(),
                              "--runner-config", fixture("runners.yaml")});
+  std::filesystem::remove(copy);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(
       result.err.find("config key 'tiny-fp8-h200-vllm' is already defined in " + fixture("valid-master.yaml") + ":2:1"),

@@ -122,6 +122,29 @@ TEST(YamlTree, TextThatIsNotUtf8IsRefusedWithItsPosition) {
   EXPECT_EQ(value_of(parse_ok("name: \"\u00e9t\u00e9 \u4e2d\u6587 \U0001F600\"\n"), "name").as_string()->size(), 17u);
 }
 
+TEST(YamlTree, MergeKeysWorkAsInPyYaml) {
+  // `<<` was kept as a key named "<<" ("unknown field '<<'"); PyYAML merges the mapping(s),
+  // the mapping's own keys winning, then earlier sources over later ones.
+  YamlNode doc = parse_ok(
+      "a: &a {tp: 4, ep: 1, conc-list: [1, 16]}\n"
+      "b: &b {tp: 8, dp-attn: true}\n"
+      "one: {<<: *a, tp: 2}\n"
+      "two: {<<: [*b, *a]}\n");
+  const YamlNode& one = value_of(doc, "one");
+  ASSERT_EQ(one.entries.size(), 3u);
+  EXPECT_EQ(value_of(one, "tp").as_int(), 2);
+  EXPECT_EQ(value_of(one, "ep").as_int(), 1);
+  EXPECT_EQ(value_of(one, "conc-list").items.size(), 2u);
+  const YamlNode& two = value_of(doc, "two");
+  EXPECT_EQ(value_of(two, "tp").as_int(), 8);
+  EXPECT_EQ(value_of(two, "dp-attn").as_bool(), true);
+  EXPECT_EQ(value_of(two, "ep").as_int(), 1);
+  auto bad = parse_yaml("x: {<<: 3}\n", "m.yaml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("m.yaml:1:9: a merge key (<<) takes a mapping"), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(YamlTree, SyntaxErrorNamesFileLineColumn) {
   auto node = parse_yaml("a: [1, 2\nb: 3\n", "configs/x.yaml");
   ASSERT_FALSE(node.has_value());
