@@ -43,7 +43,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->required()
       ->check(CLI::ExistingFile);
   table->add_option("--gpus", options->num_gpus, "GPU count for tokens/s/GPU (default: the result's num_gpus)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1'000'000).description("an integer >= 1"));
   registry.on_run(table, [options] { return run_table(*options); });
 }
 

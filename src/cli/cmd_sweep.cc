@@ -147,7 +147,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   auto* test = group->add_subcommand("test-config", "The configs named by --config-keys, as a JSON job matrix");
   auto test_flags = std::make_shared<SweepFlags>();
   add_common(test, *test_flags);
-  test->add_option("--config-keys", test_flags->config_keys, "Config keys or globs (with * or ?; [..] classes inside a glob)")
+  test->add_option("--config-keys", test_flags->config_keys,
+                   "Config keys or globs (with * or ?; [..] classes inside a glob)")
       ->required()
       ->expected(1, -1);
   test->add_option("--conc", test_flags->conc, "Keep only these concurrencies")->expected(1, -1);

@@ -1,11 +1,12 @@
 // `ixbench tokenize`: inspect how a model's tokenizer splits text (or decodes ids), with the same
 // native tokenizer the benchmark clients use to size prompts and count output tokens.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,9 +30,22 @@ struct TokenizeOptions {
   std::string thinking = "default";
 };
 
-std::string read_stdin() {
-  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  return text;
+// All of stdin; a read error (stdin closed, or a directory redirected to it) is an error, not
+// an empty text.
+Result<std::string> read_stdin() {
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
+    if (n > 0) {
+      text.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return text;
+    } else if (errno != EINTR) {
+      return fail(ErrorCode::kIo, fmt::format("cannot read the text from stdin: {} (pipe or redirect a text file)",
+                                              std::strerror(errno)));
+    }
+  }
 }
 
 Result<std::vector<int32_t>> parse_ids(std::string_view text) {
@@ -48,10 +62,10 @@ Result<std::vector<int32_t>> parse_ids(std::string_view text) {
     const std::string word(text.substr(pos, end - pos));
     char* stop = nullptr;
     const long long value = std::strtoll(word.c_str(), &stop, 10);
-    if (stop == word.c_str() || *stop != '\0' || value < INT32_MIN || value > INT32_MAX) {
+    if (stop == word.c_str() || *stop != '\0' || value < 0 || value > INT32_MAX) {
       return fail(ErrorCode::kInvalidArgument,
-                  fmt::format("--decode: '{}' (token #{}) is not an integer token id; give ids separated by "
-                              "spaces, commas or newlines",
+                  fmt::format("--decode: '{}' (token #{}) is not a token id (an integer >= 0); give ids "
+                              "separated by spaces, commas or newlines",
                               word, ids.size() + 1));
     }
     ids.push_back(static_cast<int32_t>(value));
@@ -64,7 +78,9 @@ int run_tokenize(const TokenizeOptions& options) {
   auto tokenizer = tok::load_tokenizer(options.tokenizer);
   if (!tokenizer) return report_error(tokenizer.error());
   const tok::Tokenizer& t = **tokenizer;
-  std::string input = read_stdin();
+  auto read = read_stdin();
+  if (!read) return report_error(read.error());
+  std::string input = std::move(*read);
 
   if (options.decode) {
     auto ids = parse_ids(input);

@@ -13,28 +13,32 @@
 namespace ix::report {
 
 struct ResultRow {
-  std::string label;  // usually the result file's stem
-  int64_t max_concurrency = 0;
+  std::string label;                       // usually the result file's stem
+  std::optional<int64_t> max_concurrency;  // null in a request-rate run
+  std::optional<double> request_rate;      // requests/s of an open-loop run (+inf: all at once)
   int64_t completed = 0;
   int64_t failed = 0;
   double request_throughput = 0;       // requests/s
   double output_throughput = 0;        // tokens/s
   double total_token_throughput = 0;   // input + output tokens/s
   std::optional<double> tput_per_gpu;  // total tokens/s/GPU, when the GPU count is known
-  double median_ttft_ms = 0;
-  double median_tpot_ms = 0;
-  double p99_itl_ms = 0;
-  double median_e2el_ms = 0;
+  // Latency statistics: absent when the result does not hold them (--percentile-metrics /
+  // --metric-percentiles left them out) or when no request completed.
+  std::optional<double> median_ttft_ms;
+  std::optional<double> median_tpot_ms;
+  std::optional<double> p99_itl_ms;
+  std::optional<double> median_e2el_ms;
   std::optional<double> interactivity;  // 1000 / median_tpot_ms (tokens/s/user)
   std::string note;                     // e.g. "INVALID: client saturated"
 };
 
 // Reads the fields above from a raw result object. `num_gpus` (> 0) enables tput_per_gpu; a
-// result's own "num_gpus" field is used when `num_gpus` is not given. Missing required keys are an
-// error naming the key.
+// result's own "num_gpus" field is used when `num_gpus` is not given. Missing required keys
+// (counts and throughputs) are an error naming the key; counts must be integers in range.
 Result<ResultRow> row_from_result(const boost::json::object& result, std::string label, std::optional<int> num_gpus);
 
-// Fixed-width text table sorted by concurrency (stable), newline-terminated.
+// Fixed-width text table, newline-terminated: concurrency runs by concurrency, then request-rate
+// runs by rate (stable).
 std::string render_table(std::span<const ResultRow> rows);
 
 }  // namespace ix::report

@@ -1,8 +1,10 @@
 // `ixbench tokenize` end to end: ids, counts, per-token lines and decode checked against the HF
 // tokenizers oracle (tests/oracle/oracle.js), and the error/exit-code contract.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <boost/json.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -181,6 +183,25 @@ TEST(TokenizeCommandErrors, DecodeRejectsNonIds) {
   auto r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--decode"}, "1 2 three");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("'three'"), std::string::npos) << r.err;
+  // Negative ids were skipped without a word (HF skips unknown ids; a negative one is a typo).
+  r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--decode"}, "-1 9906");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("'-1' (token #1) is not a token id"), std::string::npos) << r.err;
+}
+
+TEST(TokenizeCommandErrors, UnreadableStdinIsAnErrorNotEmptyText) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(package_json("qwen3"), ec)) GTEST_SKIP() << "run scripts/bootstrap.sh";
+  // A directory on stdin counted 0 tokens, exit 0.
+  const std::string command = std::string(IXBENCH_BINARY) + " tokenize --tokenizer qwen3 --count < / 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("cannot read the text from stdin"), std::string::npos) << out;
 }
 
 }  // namespace
