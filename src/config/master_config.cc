@@ -471,6 +471,7 @@ std::optional<SearchEntry> read_entry(const YamlNode& node, const std::string& p
   if (!map.valid()) return std::nullopt;
   SearchEntry entry;
   entry.location = reporter.location(node.mark);
+  entry.path = path;
   bool multi = kind == EntryKind::kMultiFixed || kind == EntryKind::kMultiAgentic;
   bool agentic = kind == EntryKind::kSingleAgentic || kind == EntryKind::kMultiAgentic;
   if (auto spec = read_spec_decoding(map, reporter)) entry.spec_decoding = *spec;
@@ -606,13 +607,13 @@ void check_component_scope(const MapView& top, const MasterConfig& config, Repor
   }
   for (const auto* entry : entries) {
     if (config.router && entry->router) {
-      reporter.error(Mark{entry->location.line, entry->location.column}, "router",
+      reporter.error(Mark{entry->location.line, entry->location.column}, child_path(entry->path, "router"),
                      fmt::format("'router' is declared at the top level (line {}) and in this search-space entry; "
                                  "declare it in one place only",
                                  top.key_mark("router").line));
     }
     if (config.kv_p2p_transfer && entry->kv_p2p_transfer) {
-      reporter.error(Mark{entry->location.line, entry->location.column}, "kv-p2p-transfer",
+      reporter.error(Mark{entry->location.line, entry->location.column}, child_path(entry->path, "kv-p2p-transfer"),
                      fmt::format("'kv-p2p-transfer' is declared at the top level (line {}) and in this search-space "
                                  "entry; declare it in one place only",
                                  top.key_mark("kv-p2p-transfer").line));
@@ -623,7 +624,7 @@ void check_component_scope(const MapView& top, const MasterConfig& config, Repor
     for (const auto* entry : entries) {
       if (!entry->kv_p2p_transfer) {
         any_missing = true;
-        reporter.error(Mark{entry->location.line, entry->location.column}, "kv-p2p-transfer",
+        reporter.error(Mark{entry->location.line, entry->location.column}, child_path(entry->path, "kv-p2p-transfer"),
                        "`disagg: true` requires 'kv-p2p-transfer' at the top level or in every search-space entry; "
                        "this entry has none (e.g. `kv-p2p-transfer: nixl`)");
       }
@@ -924,7 +925,7 @@ void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConf
         const RunnerHardware* facts = runners->find_hardware(config.runner);
         if (!facts) {
           diagnostics.push_back(
-              Diagnostic{entry.location, config.key, "kv-offloading",
+              Diagnostic{entry.location, config.key, child_path(entry.path, "kv-offloading"),
                          fmt::format("`kv-offloading: dram` needs hardware facts for runner '{}': add `hardware: {{{}: "
                                      "{{available-cpu-dram-mib: N, gpus-per-node: N}}}}` to {}",
                                      config.runner, config.runner, runners->file)});
@@ -934,7 +935,7 @@ void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConf
           int64_t gpus = entry.tp * entry.pp * entry.pcp_size;
           if (gpus > facts->gpus_per_node) {
             diagnostics.push_back(Diagnostic{
-                entry.location, config.key, "tp",
+                entry.location, config.key, child_path(entry.path, "tp"),
                 fmt::format("tp={} with pp={} and pcp-size={} requires {} GPUs and exceeds gpus-per-node={} for "
                             "runner '{}'; a DRAM-offloading entry must fit one node",
                             entry.tp, entry.pp, entry.pcp_size, gpus, facts->gpus_per_node, config.runner)});
@@ -945,7 +946,7 @@ void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConf
           bool ok = gpus > per_node ? gpus % per_node == 0 : per_node % gpus == 0;
           if (!ok) {
             diagnostics.push_back(Diagnostic{
-                entry.location, config.key, "prefill.tp",
+                entry.location, config.key, child_path(entry.path, "prefill.tp"),
                 fmt::format("prefill worker tp*pp*pcp-size={} must divide gpus-per-node={} (or be a multiple of it) "
                             "for runner '{}'",
                             gpus, per_node, config.runner)});

@@ -83,6 +83,7 @@ struct Worker {
 // multi-node) and scenario (fixed-seq-len vs agentic-coding); validation enforces the schema.
 struct SearchEntry {
   SourceLocation location;
+  std::string path;  // inside its config, e.g. scenarios.agentic-coding[0].search-space[1]
   // Single-node topology.
   int64_t tp = 0;
   int64_t pp = 1;

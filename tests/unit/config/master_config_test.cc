@@ -200,7 +200,7 @@ TEST(MasterConfig, StarInConfigKeyIsRejected) {
 TEST(MasterConfig, DisaggRules) {
   expect_one(single_node("      - { tp: 8, conc-list: [1] }\n", "  disagg: true\n"), "disagg",
              "only valid with `multinode: true`");
-  expect_one(multi_node("      - conc-list: [1]\n" + kWorkers, "  disagg: true\n"), "kv-p2p-transfer",
+  expect_one(multi_node("      - conc-list: [1]\n" + kWorkers, "  disagg: true\n"), kSs + "kv-p2p-transfer",
              "requires 'kv-p2p-transfer'");
   EXPECT_TRUE(
       problems(multi_node("      - conc-list: [1]\n        kv-p2p-transfer: nixl\n" + kWorkers, "  disagg: true\n"))
@@ -212,10 +212,10 @@ TEST(MasterConfig, DisaggRules) {
 TEST(MasterConfig, ComponentScopeRules) {
   expect_one(multi_node("      - conc-list: [1]\n        router: { name: r, version: \"1\" }\n" + kWorkers,
                         "  router: { name: r, version: \"1\" }\n"),
-             "router", "declared at the top level");
+             kSs + "router", "declared at the top level");
   expect_one(
       multi_node("      - conc-list: [1]\n        kv-p2p-transfer: nixl\n" + kWorkers, "  kv-p2p-transfer: nixl\n"),
-      "kv-p2p-transfer", "declared at the top level");
+      kSs + "kv-p2p-transfer", "declared at the top level");
   expect_one(single_node("      - { tp: 8, conc-list: [1] }\n", "  kv-p2p-transfer: nixl\n"), "kv-p2p-transfer",
              "only valid when `multinode: true`");
   expect_one(single_node("      - { tp: 8, conc-list: [1], kv-p2p-transfer: nixl }\n"), kSs + "kv-p2p-transfer",
