@@ -31,7 +31,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "maximum running requests per rank (0 = 1024, or the InferenceX recipe's value per concurrency in sim "
                  "predict: conc/tp for trt with MTP and --dp-attn)")
       ->capture_default_str();
-  app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step (chunked prefill)")
+  app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens,
+                 "token budget per step and rank (0 = 8192, or the InferenceX recipe's per concurrency in sim predict "
+                 "for single-node trt: max_num_tokens from conc, isl and MTP)")
       ->capture_default_str();
   app.add_option("--long-prefill-token-threshold", c.long_prefill_token_threshold,
                  "cap on one request's prefill tokens per step (0 = none)")

@@ -177,9 +177,10 @@ Result<void> validate(const EngineConfig& config) {
                   fmt::format("--{}-max-num-seqs must be >= 1 (or 0 for --max-num-seqs), got {}",
                               side == &config.prefill ? "prefill" : "decode", side->max_num_seqs));
   }
-  if (config.max_num_batched_tokens < 1)
+  if (config.max_num_batched_tokens < 0)
     return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--max-num-batched-tokens must be >= 1, got {}", config.max_num_batched_tokens));
+                fmt::format("--max-num-batched-tokens must be >= 1 (or 0 for the recipe default), got {}",
+                            config.max_num_batched_tokens));
   if (config.long_prefill_token_threshold < 0)
     return fail(ErrorCode::kInvalidArgument, "--long-prefill-token-threshold must be >= 0");
   if (config.block_size < 1 || config.block_size > 4096)
@@ -268,6 +269,24 @@ int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, 
       config.spec_decoding == SpecDecoding::kMtp)
     return std::max(1, conc / std::max(1, config.tp));
   return kDefaultMaxNumSeqs;
+}
+
+int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t conc, int32_t isl) {
+  if (config.max_num_batched_tokens > 0) return config.max_num_batched_tokens;
+  if (conc <= 0 || isl <= 0 || config.disagg || family != FrameworkFamily::kTrtllm) return kDefaultMaxNumBatchedTokens;
+  const auto round64 = [](int64_t tokens) { return (tokens + 63) / 64 * 64; };
+  int64_t tokens = 0;
+  if (config.spec_decoding == SpecDecoding::kMtp) {
+    const int64_t layers = config.num_spec_tokens > 0 ? config.num_spec_tokens : config.dp_attn ? 1 : 3;
+    // The scripts' max_batch_size: conc / tp per rank with attention DP, conc without.
+    const int64_t batch = config.max_num_seqs > 0 ? config.max_num_seqs
+                          : config.dp_attn        ? std::max(1, conc / std::max(1, config.tp))
+                                                  : conc;
+    tokens = round64((layers + 1) * batch + isl + 64);
+  } else {
+    tokens = std::max<int64_t>(kDefaultMaxNumBatchedTokens, round64(int64_t{conc} + isl + 64));
+  }
+  return static_cast<int32_t>(std::min<int64_t>(tokens, INT32_MAX));
 }
 
 int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc) {

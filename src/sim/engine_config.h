@@ -26,6 +26,7 @@ enum class FrameworkFamily { kVllm, kSglang, kTrtllm, kAtom };
 enum class AttentionDpBalance { kAuto, kOn, kOff };
 
 inline constexpr int32_t kDefaultMaxNumSeqs = 1024;
+inline constexpr int32_t kDefaultMaxNumBatchedTokens = 8192;
 
 // One side of a disaggregated deployment (or the whole engine when not disaggregated).
 struct WorkerTopology {
@@ -68,7 +69,9 @@ struct EngineConfig {
   // Running requests per rank; 0 = the recipe's value where `sim predict` knows it
   // (recipe_max_num_seqs), else kDefaultMaxNumSeqs.
   int32_t max_num_seqs = 0;
-  int32_t max_num_batched_tokens = 8192;
+  // Token budget per step and rank; 0 = the recipe's value where `sim predict` knows it
+  // (recipe_max_num_batched_tokens), else kDefaultMaxNumBatchedTokens.
+  int32_t max_num_batched_tokens = 0;
   int32_t long_prefill_token_threshold = 0;  // 0 = no per-request cap below the token budget
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
@@ -150,6 +153,13 @@ bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family);
 // configured value, or for 0 the InferenceX recipes' choice — single-node TRT-LLM with MTP and DP
 // attention runs max_batch_size = conc / tp — else kDefaultMaxNumSeqs.
 int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, int32_t conc);
+
+// Token budget per step an engine runs with at benchmark concurrency `conc` and input length
+// `isl` (0 = unknown): the configured value, or for 0 the InferenceX recipes' choice for
+// single-node TRT-LLM — max_num_tokens = the next multiple of 64 of (MTP + 1) x max_batch_size +
+// isl + 64 with MTP (one layer with attention DP, three without), else max(8192, that of conc +
+// isl + 64) — else kDefaultMaxNumBatchedTokens.
+int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t conc, int32_t isl);
 
 // Total GPUs the configuration occupies (prefill + decode GPUs when disaggregated).
 int32_t total_gpus(const EngineConfig& config);

@@ -258,7 +258,8 @@ struct EngineCore::Impl {
   void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
-    int64_t budget = config().max_num_batched_tokens;
+    int64_t budget =
+        config().max_num_batched_tokens > 0 ? config().max_num_batched_tokens : kDefaultMaxNumBatchedTokens;
     const int64_t threshold =
         config().long_prefill_token_threshold > 0 ? config().long_prefill_token_threshold : budget;
     bool preempted = false;

@@ -158,6 +158,8 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   ResolvedEngine launched = engine;
   launched.config.scheduler_recv_interval = recipe_scheduler_recv_interval(engine.config, conc);
   launched.config.max_num_seqs = recipe_max_num_seqs(engine.config, engine.family, conc);
+  launched.config.max_num_batched_tokens =
+      recipe_max_num_batched_tokens(engine.config, engine.family, conc, options.isl);
   auto created = EngineCore::create(launched);
   if (!created) return fail(created.error());
   EngineCore& core = **created;
@@ -292,6 +294,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     add_aggregates(point.result, engine.config, point.num_gpus);
     point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
     point.result["max_num_seqs"] = launched.config.max_num_seqs;
+    point.result["max_num_batched_tokens"] = launched.config.max_num_batched_tokens;
     point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
     point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
     point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
