@@ -119,7 +119,8 @@ TEST(SimPredict, TrtWithAttentionDpBalancesContextsAsTheInferenceXScripts) {
   EXPECT_TRUE(off.at("engine").at("attention_dp_balance").is_null());
   EXPECT_EQ(engine.at("num_spec_tokens").as_int64(), 1);  // one MTP layer with attention DP
   const auto& point = on.at("results").at(0).as_object();
-  EXPECT_EQ(point.at("max_num_seqs").as_int64(), 8);  // max_batch_size = conc / tp
+  EXPECT_EQ(point.at("max_num_seqs").as_int64(), 8);               // max_batch_size = conc / tp
+  EXPECT_EQ(point.at("max_num_batched_tokens").as_int64(), 1152);  // roundup64(2 x 8 + 1024 + 64)
   // Prompts wait for a rank-balanced batch or the 60-iteration timeout: TTFT grows by tens of steps.
   const double ttft_on = point.at("median_ttft_ms").as_double();
   const double ttft_off = off.at("results").at(0).at("median_ttft_ms").as_double();
