@@ -1,6 +1,7 @@
 #include "config/yaml_tree.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -400,6 +401,11 @@ Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name)
                 fmt::format("{}:{}:{}: YAML aliases expand to more than {} nodes here (nested anchors copied "
                             "over and over); write the values out or use fewer nested aliases",
                             source_name, error.mark.line + 1, error.mark.column + 1, kMaxYamlNodes));
+  } catch (const YAML::DeepRecursion& error) {
+    // yaml-cpp's recursion guard says only "bad file".
+    return fail(ErrorCode::kParse, fmt::format("{}:{}:{}: YAML nested deeper than {} levels here; a master config "
+                                               "nests a few levels (flatten the value)",
+                                               source_name, error.mark.line + 1, error.mark.column + 1, error.depth()));
   } catch (const YAML::Exception& error) {
     // yaml-cpp may quote the offending byte; keep the message printable on one line.
     std::string what;

@@ -145,6 +145,14 @@ TEST(YamlTree, MergeKeysWorkAsInPyYaml) {
       << bad.error().message();
 }
 
+TEST(YamlTree, DeepNestingIsNamed) {
+  // yaml-cpp's recursion guard reported only "bad file".
+  auto deep = parse_yaml("x: " + std::string(1000, '[') + std::string(1000, ']') + "\n", "deep.yaml");
+  ASSERT_FALSE(deep.has_value());
+  EXPECT_NE(deep.error().message().find("deep.yaml:1:"), std::string::npos) << deep.error().message();
+  EXPECT_NE(deep.error().message().find("nested deeper than"), std::string::npos) << deep.error().message();
+}
+
 TEST(YamlTree, SyntaxErrorNamesFileLineColumn) {
   auto node = parse_yaml("a: [1, 2\nb: 3\n", "configs/x.yaml");
   ASSERT_FALSE(node.has_value());
