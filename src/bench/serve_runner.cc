@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/utf8.h"
 #include "http/sse.h"
 #include "metrics/prometheus.h"
 #include "metrics/statistics.h"
@@ -508,13 +509,16 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
 void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) {
   rec.end_ns = t_ns;
   if (rec.error_kind == ErrorKind::kHttpStatus) {
-    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, error_body_);
+    // The body excerpt is cut at a byte count and may be any bytes (gzip, another charset): the
+    // result file must stay valid UTF-8 JSON.
+    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, utf8::to_valid(error_body_));
   } else if (rec.error_kind == ErrorKind::kNone) {
     switch (kind) {
       case http::FailureKind::kNone:
         if (sse_.events_decoded() == 0) {
           rec.error_kind = ErrorKind::kMalformed;
-          rec.error_message = fmt::format("response is not an event stream (no SSE event): '{}'", error_body_);
+          rec.error_message =
+              fmt::format("response is not an event stream (no SSE event): '{}'", utf8::to_valid(error_body_));
         } else if (!saw_done_ && !saw_finish_) {
           rec.error_kind = ErrorKind::kTruncated;
           rec.error_message =
@@ -559,6 +563,9 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   loop_options.target = options.base;
   loop_options.verify_tls = options.verify_tls;
   loop_options.read_buffer_bytes = 8192;
+  // Connecting counts against --request-timeout too (a server that never accepts failed each
+  // request after the loop's fixed 10 s instead).
+  loop_options.connect_timeout_ns = std::min(loop_options.connect_timeout_ns, options.request_timeout_ns);
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < threads; ++i) {
     workers.push_back(std::make_unique<Worker>(i, threads, shared, loop_options));

@@ -625,8 +625,8 @@ struct ClientLoop::Impl {
   void io_error(const std::shared_ptr<Exchange>& ex, const boost::system::error_code& ec, int64_t t) {
     if (ex->timed_out) {
       finish(ex, FailureKind::kTimeout,
-             fmt::format("request timed out after {} ms ({} response bytes received)",
-                         ex->request.timeout_ns / 1'000'000, ex->parser.body_bytes()),
+             fmt::format("request timed out after {} ms ({} body bytes received)", ex->request.timeout_ns / 1'000'000,
+                         ex->parser.body_bytes()),
              t, false);
       return;
     }

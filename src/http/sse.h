@@ -51,6 +51,8 @@ class SseDecoder {
   void reset() {
     pending_.clear();
     events_ = 0;
+    bom_checked_ = false;
+    bom_prefix_.clear();
   }
 
  private:
@@ -66,6 +68,10 @@ class SseDecoder {
   std::string joined_;   // scratch for multi-line data
   size_t events_ = 0;
   bool stop_ = false;
+  // The stream's first bytes are checked for a UTF-8 BOM, which the SSE spec strips (it made
+  // the first field name unknown and the first event lost).
+  bool bom_checked_ = false;
+  std::string bom_prefix_;  // first bytes while fewer than 3 have arrived
 };
 
 // ---- implementation (templates: the hot path is inlined into the caller) ----
@@ -87,10 +93,10 @@ size_t SseDecoder::parse(std::string_view text, OnEvent& on_event) {
     const size_t eol = cr ? static_cast<size_t>(cr - base) : lf_pos;
     if (eol == n) break;  // incomplete line
     size_t next = eol + 1;
-    if (text[eol] == '\r') {
-      if (next == n) break;  // CR at the end: it may be the first half of CRLF
-      if (text[next] == '\n') ++next;
-    }
+    // A CR ends the line at once, also as the last byte of a read (CR-only framing would
+    // otherwise be stamped one read late); an LF that arrives next is then an empty line, which
+    // dispatches nothing (an incomplete event is re-parsed whole with the next read).
+    if (text[eol] == '\r' && next < n && text[next] == '\n') ++next;
     const std::string_view line = text.substr(pos, eol - pos);
     pos = next;
     if (line.empty()) {
@@ -138,6 +144,20 @@ size_t SseDecoder::parse(std::string_view text, OnEvent& on_event) {
 template <typename OnEvent>
 Result<void> SseDecoder::feed(std::string_view bytes, OnEvent&& on_event) {
   stop_ = false;
+  if (!bom_checked_) {
+    // Once per stream (the first read or two): copy the start to look for the BOM.
+    constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    std::string head = bom_prefix_;
+    head.append(bytes);
+    if (head.size() < kBom.size() && kBom.starts_with(head)) {
+      bom_prefix_ = std::move(head);  // wait for more
+      return {};
+    }
+    bom_checked_ = true;
+    bom_prefix_.clear();
+    if (head.starts_with(kBom)) head.erase(0, kBom.size());
+    return feed(std::string_view(head), std::forward<OnEvent>(on_event));
+  }
   if (!pending_.empty()) {
     // Complete the buffered event with as few new bytes as possible, so that the rest of this
     // read is decoded in place (zero-copy) instead of being copied behind the buffered tail:

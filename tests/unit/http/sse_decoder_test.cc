@@ -70,36 +70,59 @@ TEST(SseDecoder, SplitAtEveryPairOfPositions) {
 }
 
 // Events are stamped with the time of the read that completed them: every event must come out of
-// the feed() that delivered its last byte, never a later one, however the reads are cut.
+// the feed() that delivered its last byte, never a later one, however the reads are cut — for LF,
+// CR (a CR at the end of a read used to wait for a possible LF: stamped one read late) and CRLF
+// framing (there the blank line's CR completes the event).
 TEST(SseDecoder, EveryEventComesOutOfTheReadThatCompletesIt) {
-  std::string stream;
-  std::vector<size_t> ends;  // offset one past each event's blank line
-  for (int i = 0; i < 6; ++i) {
-    stream += "data: {\"choices\":[{\"text\":\"t" + std::string(static_cast<size_t>(i * 7), 'x') + "\"}]}\n\n";
-    ends.push_back(stream.size());
-  }
-  for (size_t a = 0; a <= stream.size(); ++a) {
-    for (size_t b = a; b <= stream.size(); b += 5) {
-      SseDecoder decoder;
-      std::vector<size_t> fed_until;  // per event: end of the feed that emitted it
-      size_t from = 0;
-      for (size_t cut : {a, b, stream.size()}) {
-        ASSERT_TRUE(decoder
-                        .feed(std::string_view(stream).substr(from, cut - from),
-                              [&](const SseEvent&) {
-                                fed_until.push_back(cut);
-                                return true;
-                              })
-                        .has_value());
-        from = cut;
-      }
-      ASSERT_EQ(fed_until.size(), ends.size()) << a << "," << b;
-      for (size_t e = 0; e < ends.size(); ++e) {
-        const size_t expected = ends[e] <= a ? a : ends[e] <= b ? b : stream.size();
-        EXPECT_EQ(fed_until[e], expected) << "event " << e << ", cuts " << a << "," << b;
+  for (const std::string eol : {"\n", "\r", "\r\n"}) {
+    std::string stream;
+    std::vector<size_t> ends;  // offset one past the byte that completes each event
+    for (int i = 0; i < 6; ++i) {
+      stream +=
+          "data: {\"choices\":[{\"text\":\"t" + std::string(static_cast<size_t>(i * 7), 'x') + "\"}]}" + eol + eol;
+      ends.push_back(stream.size() - (eol == "\r\n" ? 1 : 0));
+    }
+    for (size_t a = 0; a <= stream.size(); ++a) {
+      for (size_t b = a; b <= stream.size(); b += 5) {
+        SseDecoder decoder;
+        std::vector<size_t> fed_until;  // per event: end of the feed that emitted it
+        size_t from = 0;
+        for (size_t cut : {a, b, stream.size()}) {
+          ASSERT_TRUE(decoder
+                          .feed(std::string_view(stream).substr(from, cut - from),
+                                [&](const SseEvent&) {
+                                  fed_until.push_back(cut);
+                                  return true;
+                                })
+                          .has_value());
+          from = cut;
+        }
+        ASSERT_EQ(fed_until.size(), ends.size()) << a << "," << b;
+        for (size_t e = 0; e < ends.size(); ++e) {
+          const size_t expected = ends[e] <= a ? a : ends[e] <= b ? b : stream.size();
+          EXPECT_EQ(fed_until[e], expected) << "event " << e << ", cuts " << a << "," << b << ", eol " << eol.size();
+        }
       }
     }
   }
+}
+
+TEST(SseDecoder, AByteOrderMarkAtTheStartIsStripped) {
+  // The SSE spec strips a leading BOM; it made the first field "\xEF\xBB\xBFdata" and the first
+  // event was lost.
+  const std::string stream =
+      "\xEF\xBB\xBF"
+      "data: a\n\ndata: b\n\n";
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    const std::vector<Decoded> expected = {{"", "a", ""}, {"", "b", ""}};
+    EXPECT_EQ(decode_in_pieces(stream, {cut}), expected) << "cut at " << cut;
+  }
+  EXPECT_EQ(decode_in_pieces(stream, {1, 2}), (std::vector<Decoded>{{"", "a", ""}, {"", "b", ""}}));
+  // A BOM later in the stream is data, as the spec has it.
+  EXPECT_EQ(decode_in_pieces("data: a\n\n\xEF\xBB\xBF"
+                             "data: b\n\n",
+                             {}),
+            (std::vector<Decoded>{{"", "a", ""}}));
 }
 
 TEST(SseDecoder, ByteAtATime) {
