@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/utf8.h"
+
 namespace ix::config {
 namespace {
 
@@ -312,12 +314,9 @@ class DocumentProbe : public YAML::EventHandler {
 std::optional<std::pair<Mark, unsigned char>> first_invalid_utf8(std::string_view text) {
   int line = 1, column = 1;
   for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = length > 0 && c != 0 && i + length <= text.size() && !(c == 0xC0 || c == 0xC1 || c > 0xF4);
-    for (size_t k = 1; ok && k < length; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    if (!ok) return std::pair{Mark{line, column}, c};
-    if (c == '\n') {
+    const size_t length = text[i] == '\0' ? 0 : utf8::valid_sequence_length(text, i);
+    if (length == 0) return std::pair{Mark{line, column}, static_cast<unsigned char>(text[i])};
+    if (text[i] == '\n') {
       ++line;
       column = 1;
     } else {
