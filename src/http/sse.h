@@ -46,7 +46,7 @@ class SseDecoder {
   Result<void> feed(std::string_view bytes, OnEvent&& on_event);
 
   // True when bytes of an incomplete event (or line) are buffered: the stream ended mid-event.
-  bool has_partial() const { return !pending_.empty(); }
+  bool has_partial() const { return !pending_.empty() || !bom_prefix_.empty(); }
   size_t events_decoded() const { return events_; }
   void reset() {
     pending_.clear();
@@ -145,18 +145,21 @@ template <typename OnEvent>
 Result<void> SseDecoder::feed(std::string_view bytes, OnEvent&& on_event) {
   stop_ = false;
   if (!bom_checked_) {
-    // Once per stream (the first read or two): copy the start to look for the BOM.
+    // Once per stream: skip a leading BOM. Only a read that ends inside the BOM's 3 bytes is
+    // copied (kept until the next read); the usual first read is decoded in place.
     constexpr std::string_view kBom = "\xEF\xBB\xBF";
-    std::string head = bom_prefix_;
-    head.append(bytes);
-    if (head.size() < kBom.size() && kBom.starts_with(head)) {
-      bom_prefix_ = std::move(head);  // wait for more
+    if (!bom_prefix_.empty()) {
+      std::string head = std::move(bom_prefix_);
+      bom_prefix_.clear();
+      head.append(bytes);
+      return feed(std::string_view(head), std::forward<OnEvent>(on_event));
+    }
+    if (bytes.size() < kBom.size() && kBom.starts_with(bytes)) {
+      bom_prefix_.assign(bytes);  // wait for more
       return {};
     }
     bom_checked_ = true;
-    bom_prefix_.clear();
-    if (head.starts_with(kBom)) head.erase(0, kBom.size());
-    return feed(std::string_view(head), std::forward<OnEvent>(on_event));
+    if (bytes.starts_with(kBom)) bytes.remove_prefix(kBom.size());
   }
   if (!pending_.empty()) {
     // Complete the buffered event with as few new bytes as possible, so that the rest of this

@@ -86,7 +86,6 @@ class TokenizerCodec final : public TextCodec {
  public:
   TokenizerCodec(std::unique_ptr<tok::Tokenizer> tokenizer, std::optional<tok::ChatTemplate> chat)
       : tokenizer_(std::move(tokenizer)), chat_(std::move(chat)) {
-    bos_id_ = tokenizer_->config_bos_id();
     for (int32_t id : tokenizer_->encode(kPassage, false)) {
       std::string text = tokenizer_->decode(std::span<const int32_t>(&id, 1), false);
       output_tokens_.push_back({id, text, json_escape(text)});
@@ -95,13 +94,7 @@ class TokenizerCodec final : public TextCodec {
   }
 
   void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const override {
-    // vLLM tokenizes through transformers, whose fast Llama-style tokenizers prepend BOS when the
-    // config says add_bos_token (the HF core's post-processor alone may not).
-    size_t start = out.size();
-    tokenizer_->encode_into(text, add_special_tokens, out);
-    if (add_special_tokens && bos_id_ && (out.size() == start || out[start] != *bos_id_)) {
-      out.insert(out.begin() + static_cast<std::ptrdiff_t>(start), *bos_id_);
-    }
+    tokenizer_->encode_as_server(text, add_special_tokens, out);  // vLLM tokenizes through transformers
   }
 
   Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override {
@@ -123,7 +116,6 @@ class TokenizerCodec final : public TextCodec {
  private:
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::optional<tok::ChatTemplate> chat_;
-  std::optional<int32_t> bos_id_;
 };
 
 }  // namespace

@@ -47,6 +47,16 @@ Result<void> check_topology(const WorkerTopology& topology, std::string_view pre
   return {};
 }
 
+// InferenceX's single-node TRT-LLM scripts (dsr1_*_trt*.sh) set the limits below.
+bool single_node_trt(const EngineConfig& config, FrameworkFamily family) {
+  return family == FrameworkFamily::kTrtllm && !config.disagg;
+}
+
+// The MTP scripts' max_batch_size: conc / tp per rank with attention DP, conc without.
+int32_t trt_mtp_batch(const EngineConfig& config, int32_t conc) {
+  return config.dp_attn ? std::max(1, conc / std::max(1, config.tp)) : conc;
+}
+
 }  // namespace
 
 double spec_tokens_per_step(double p, int32_t drafts) {
@@ -263,26 +273,28 @@ bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family) 
   return config.attention_dp_balance == AttentionDpBalance::kOn;
 }
 
+int32_t recipe_num_spec_tokens(const EngineConfig& config, FrameworkFamily family, int32_t model_default) {
+  if (config.num_spec_tokens > 0) return config.num_spec_tokens;
+  if (single_node_trt(config, family) && config.dp_attn && config.spec_decoding == SpecDecoding::kMtp) return 1;
+  return model_default;
+}
+
 int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, int32_t conc) {
   if (config.max_num_seqs > 0) return config.max_num_seqs;
-  if (conc > 0 && !config.disagg && config.dp_attn && family == FrameworkFamily::kTrtllm &&
-      config.spec_decoding == SpecDecoding::kMtp)
-    return std::max(1, conc / std::max(1, config.tp));
+  if (conc > 0 && single_node_trt(config, family) && config.dp_attn && config.spec_decoding == SpecDecoding::kMtp)
+    return trt_mtp_batch(config, conc);
   return kDefaultMaxNumSeqs;
 }
 
-int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t conc, int32_t isl) {
+int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t num_spec_tokens,
+                                      int32_t conc, int32_t isl) {
   if (config.max_num_batched_tokens > 0) return config.max_num_batched_tokens;
-  if (conc <= 0 || isl <= 0 || config.disagg || family != FrameworkFamily::kTrtllm) return kDefaultMaxNumBatchedTokens;
+  if (conc <= 0 || isl <= 0 || !single_node_trt(config, family)) return kDefaultMaxNumBatchedTokens;
   const auto round64 = [](int64_t tokens) { return (tokens + 63) / 64 * 64; };
   int64_t tokens = 0;
   if (config.spec_decoding == SpecDecoding::kMtp) {
-    const int64_t layers = config.num_spec_tokens > 0 ? config.num_spec_tokens : config.dp_attn ? 1 : 3;
-    // The scripts' max_batch_size: conc / tp per rank with attention DP, conc without.
-    const int64_t batch = config.max_num_seqs > 0 ? config.max_num_seqs
-                          : config.dp_attn        ? std::max(1, conc / std::max(1, config.tp))
-                                                  : conc;
-    tokens = round64((layers + 1) * batch + isl + 64);
+    const int64_t batch = config.max_num_seqs > 0 ? config.max_num_seqs : trt_mtp_batch(config, conc);
+    tokens = round64((int64_t{num_spec_tokens} + 1) * batch + isl + 64);
   } else {
     tokens = std::max<int64_t>(kDefaultMaxNumBatchedTokens, round64(int64_t{conc} + isl + 64));
   }
@@ -348,11 +360,7 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   engine.calibration_source = table.source();
 
   if (config.spec_decoding != SpecDecoding::kNone) {
-    const bool trt_dp_attn = engine.family == FrameworkFamily::kTrtllm && !config.disagg && config.dp_attn &&
-                             config.spec_decoding == SpecDecoding::kMtp;
-    engine.num_spec_tokens = config.num_spec_tokens > 0 ? config.num_spec_tokens
-                             : trt_dp_attn              ? 1
-                                                        : engine.model.default_num_spec_tokens;
+    engine.num_spec_tokens = recipe_num_spec_tokens(config, engine.family, engine.model.default_num_spec_tokens);
     engine.acceptance_length =
         config.acceptance_length > 0
             ? config.acceptance_length

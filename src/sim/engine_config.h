@@ -149,17 +149,22 @@ Result<void> check_model_parallelism(const EngineConfig& config);
 // ranks (attention_dp_balance resolved for the framework; false without DP attention).
 bool attention_dp_balancing(const EngineConfig& config, FrameworkFamily family);
 
+// Draft tokens per step: the configured value, or for 0 one for single-node TRT-LLM MTP with
+// attention DP (the InferenceX scripts' num_nextn_predict_layers), else the model's default.
+int32_t recipe_num_spec_tokens(const EngineConfig& config, FrameworkFamily family, int32_t model_default);
+
 // Running requests per rank an engine runs with at benchmark concurrency `conc` (0 = unknown): the
 // configured value, or for 0 the InferenceX recipes' choice — single-node TRT-LLM with MTP and DP
 // attention runs max_batch_size = conc / tp — else kDefaultMaxNumSeqs.
 int32_t recipe_max_num_seqs(const EngineConfig& config, FrameworkFamily family, int32_t conc);
 
 // Token budget per step an engine runs with at benchmark concurrency `conc` and input length
-// `isl` (0 = unknown): the configured value, or for 0 the InferenceX recipes' choice for
-// single-node TRT-LLM — max_num_tokens = the next multiple of 64 of (MTP + 1) x max_batch_size +
-// isl + 64 with MTP (one layer with attention DP, three without), else max(8192, that of conc +
-// isl + 64) — else kDefaultMaxNumBatchedTokens.
-int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t conc, int32_t isl);
+// `isl` (0 = unknown), with `num_spec_tokens` drafts per step: the configured value, or for 0 the
+// InferenceX recipes' choice for single-node TRT-LLM — max_num_tokens = the next multiple of 64
+// of (drafts + 1) x max_batch_size + isl + 64 with MTP, else max(8192, that of conc + isl + 64) —
+// else kDefaultMaxNumBatchedTokens.
+int32_t recipe_max_num_batched_tokens(const EngineConfig& config, FrameworkFamily family, int32_t num_spec_tokens,
+                                      int32_t conc, int32_t isl);
 
 // Total GPUs the configuration occupies (prefill + decode GPUs when disaggregated).
 int32_t total_gpus(const EngineConfig& config);

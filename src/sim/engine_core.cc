@@ -139,6 +139,9 @@ struct EngineCore::Impl {
       : engine(resolved),
         spec_rng(Rng::stream(resolved.config.seed, "sim.spec_accept")),
         jitter_rng(Rng::stream(resolved.config.seed, "sim.step_jitter")) {
+    // 0 = "the recipe's value" (sim predict resolves that per concurrency); here the defaults.
+    if (engine.config.max_num_seqs <= 0) engine.config.max_num_seqs = kDefaultMaxNumSeqs;
+    if (engine.config.max_num_batched_tokens <= 0) engine.config.max_num_batched_tokens = kDefaultMaxNumBatchedTokens;
     accept_p = acceptance_probability(engine.acceptance_length, engine.num_spec_tokens);
     api_overhead_ns = std::llround(engine.efficiency.api_overhead_s * 1e9);
   }
@@ -258,8 +261,7 @@ struct EngineCore::Impl {
   void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
-    int64_t budget =
-        config().max_num_batched_tokens > 0 ? config().max_num_batched_tokens : kDefaultMaxNumBatchedTokens;
+    int64_t budget = config().max_num_batched_tokens;
     const int64_t threshold =
         config().long_prefill_token_threshold > 0 ? config().long_prefill_token_threshold : budget;
     bool preempted = false;
@@ -535,7 +537,7 @@ EngineCore::~EngineCore() = default;
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& engine) {
   auto impl = std::make_unique<Impl>(engine);
-  const EngineConfig& config = engine.config;
+  const EngineConfig& config = impl->engine.config;  // with the defaults filled in
   auto add_instances = [&](Stage stage, const WorkerTopology& topology, int32_t count) -> Result<void> {
     for (int32_t w = 0; w < count; ++w) {
       Instance inst;
@@ -553,9 +555,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                 engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
                                 engine.config.gpu_memory_utilization));
-      inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs
-                      : config.max_num_seqs > 0 ? config.max_num_seqs
-                                                : kDefaultMaxNumSeqs;
+      inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs : config.max_num_seqs;
       inst.adp_balance = stage == Stage::kUnified && attention_dp_balancing(config, engine.family);
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)

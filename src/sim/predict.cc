@@ -159,7 +159,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   launched.config.scheduler_recv_interval = recipe_scheduler_recv_interval(engine.config, conc);
   launched.config.max_num_seqs = recipe_max_num_seqs(engine.config, engine.family, conc);
   launched.config.max_num_batched_tokens =
-      recipe_max_num_batched_tokens(engine.config, engine.family, conc, options.isl);
+      recipe_max_num_batched_tokens(engine.config, engine.family, engine.num_spec_tokens, conc, options.isl);
   auto created = EngineCore::create(launched);
   if (!created) return fail(created.error());
   EngineCore& core = **created;

@@ -1164,16 +1164,20 @@ const std::string& Tokenizer::source() const {
   return impl_->source;
 }
 
-std::optional<int32_t> Tokenizer::config_bos_id() const {
+void Tokenizer::encode_as_server(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const {
+  const size_t start = out.size();
+  encode_into(text, add_special_tokens, out);
   const TokenizerConfig& c = impl_->config;
-  if (!c.add_bos_token || !c.bos_token) return std::nullopt;
-  return token_to_id(*c.bos_token);
+  if (!add_special_tokens || !c.add_bos_token || !c.bos_token) return;
+  const auto bos = token_to_id(*c.bos_token);
+  if (bos && (out.size() == start || out[start] != *bos))
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(start), *bos);
 }
 
 size_t Tokenizer::num_special_tokens_to_add() const {
-  const std::vector<int32_t> added = encode("", true);
-  const auto bos = config_bos_id();
-  return added.size() + (bos && (added.empty() || added.front() != *bos) ? 1 : 0);
+  std::vector<int32_t> added;
+  encode_as_server("", true, added);
+  return added.size();
 }
 
 size_t Tokenizer::encode_stable_prefix(std::string_view text, std::vector<int32_t>& out) const {

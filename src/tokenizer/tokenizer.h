@@ -95,13 +95,13 @@ class Tokenizer {
   };
   const std::vector<AddedToken>& added_tokens() const;
   const TokenizerConfig& config() const;
-  // The BOS that servers loading this tokenizer through transformers prepend when they encode
-  // with special tokens (tokenizer_config.json's add_bos_token with its bos_token; the HF core's
-  // post-processor alone may not add it), or nullopt.
-  std::optional<int32_t> config_bos_id() const;
-  // transformers' num_special_tokens_to_add(): how many tokens such a server adds to a prompt —
-  // the post-processor's template, plus config_bos_id() when the template does not add it
-  // (DeepSeek-R1: 1). vLLM's random dataset subtracts it from the requested prompt length.
+  // encode_into() as a server that loads this tokenizer through transformers (vLLM) encodes a
+  // prompt: with special tokens it also prepends tokenizer_config.json's bos_token when
+  // add_bos_token is set and the post-processor did not add it (transformers' fast Llama-style
+  // tokenizers do; the HF core alone may not).
+  void encode_as_server(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const;
+  // transformers' num_special_tokens_to_add(): the tokens such a server adds to a prompt
+  // (DeepSeek-R1: its BOS). vLLM's random dataset subtracts it from the requested prompt length.
   size_t num_special_tokens_to_add() const;
   // Where it was loaded from (file path, or the source_name given to from_json).
   const std::string& source() const;

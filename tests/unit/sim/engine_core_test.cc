@@ -476,15 +476,15 @@ TEST(EngineCore, TrtLlmMtpWithAttentionDpFollowsTheInferenceXRecipe) {
   config.spec_decoding = SpecDecoding::kMtp;
   // max_batch_size = conc / tp per rank, one MTP layer; max_num_tokens = roundup64(2 x 32 + isl + 64).
   EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 256), 32);
-  EXPECT_EQ(recipe_max_num_batched_tokens(config, FrameworkFamily::kTrtllm, 256, 1024), 1152);
-  EXPECT_EQ(recipe_max_num_batched_tokens(config, FrameworkFamily::kSglang, 256, 1024), kDefaultMaxNumBatchedTokens);
+  EXPECT_EQ(recipe_max_num_batched_tokens(config, FrameworkFamily::kTrtllm, 1, 256, 1024), 1152);
+  EXPECT_EQ(recipe_max_num_batched_tokens(config, FrameworkFamily::kSglang, 1, 256, 1024), kDefaultMaxNumBatchedTokens);
   {
     EngineConfig plain = config;
     plain.spec_decoding = SpecDecoding::kNone;  // max(8192, roundup64(conc + isl + 64))
-    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 256, 1024), 8192);
-    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 256, 8192), 8512);
+    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 0, 256, 1024), 8192);
+    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 0, 256, 8192), 8512);
     plain.max_num_batched_tokens = 4096;  // a set value wins
-    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 256, 8192), 4096);
+    EXPECT_EQ(recipe_max_num_batched_tokens(plain, FrameworkFamily::kTrtllm, 0, 256, 8192), 4096);
   }
   EXPECT_EQ(recipe_max_num_seqs(config, FrameworkFamily::kTrtllm, 4), 1);
   auto resolved = resolve_engine(config);

@@ -78,7 +78,9 @@ TEST_F(RandomDatasetTest, PlainPromptsHaveExactTokenCountsAndAreSeeded) {
   // RandomDataset counts them: the text has one token less and the server sees exactly n.
   const size_t special = tokenizer_->num_special_tokens_to_add();
   ASSERT_EQ(special, 1u);
-  ASSERT_TRUE(tokenizer_->config_bos_id().has_value());
+  std::vector<int32_t> bos;
+  tokenizer_->encode_as_server("", true, bos);
+  ASSERT_EQ(bos.size(), 1u);  // DeepSeek's BOS, from tokenizer_config.json
   for (int64_t n : {2, 17, 1024, 3000}) {
     auto text = dataset.prompt(static_cast<size_t>(n), n);
     ASSERT_TRUE(text.has_value());
