@@ -281,6 +281,12 @@ void read_concurrency(const MapView& map, Reporter& reporter, SearchEntry& entry
                        fmt::format("'conc-list' entries must be integers > 0, got {}", item.describe()));
         continue;
       }
+      if (*value > kMaxConfigInt) {
+        reporter.error(item.mark, fmt::format("{}[{}]", map.path("conc-list"), index),
+                       fmt::format("'conc-list' entries must be integers <= {} (e.g. `conc-list: [4, 8, 16]`), got {}",
+                                   kMaxConfigInt, *value));
+        continue;
+      }
       entry.conc.list.push_back(*value);
     }
     return;
@@ -729,6 +735,27 @@ Result<std::string> read_text(const std::filesystem::path& path) {
   return text;
 }
 
+// Where a config key is defined, whether or not its config is valid: a key defined in two files is
+// a problem of its own, reported beside whatever else is wrong with either definition.
+struct KeyDefinition {
+  std::string key;
+  SourceLocation location;
+};
+
+void check_unique_keys(std::span<const KeyDefinition> definitions, std::vector<Diagnostic>& diagnostics) {
+  std::unordered_map<std::string_view, const KeyDefinition*> seen;
+  for (const auto& definition : definitions) {
+    auto [it, inserted] = seen.emplace(definition.key, &definition);
+    if (inserted) continue;
+    const SourceLocation& first = it->second->location;
+    diagnostics.push_back(
+        Diagnostic{definition.location, definition.key, "",
+                   fmt::format("config key '{}' is already defined in {}:{}:{}; config keys must be unique across all "
+                               "--config-files",
+                               definition.key, first.file, first.line, first.column)});
+  }
+}
+
 Diagnostic file_diagnostic(const std::string& file, const Error& error) {
   // parse_yaml() messages already start with "file:line:col: "; keep them as the message only.
   std::string message = error.message();
@@ -797,8 +824,13 @@ const RunnerHardware* RunnerConfig::find_hardware(std::string_view label) const 
   return nullptr;
 }
 
-std::vector<MasterConfig> parse_master_configs(std::string_view text, std::string_view file_name,
-                                               std::vector<Diagnostic>& diagnostics) {
+namespace {
+
+// parse_master_configs(), also appending the first definition of every config key of the file to
+// `definitions` (when given), valid or not.
+std::vector<MasterConfig> parse_master_file(std::string_view text, std::string_view file_name,
+                                            std::vector<Diagnostic>& diagnostics,
+                                            std::vector<KeyDefinition>* definitions) {
   std::vector<MasterConfig> configs;
   auto document = parse_yaml(text, file_name);
   if (!document) {
@@ -828,9 +860,17 @@ std::vector<MasterConfig> parse_master_configs(std::string_view text, std::strin
                                  key.scalar, it->second.line, it->second.column));
       continue;
     }
+    if (definitions) definitions->push_back(KeyDefinition{key.scalar, reporter.location(key.mark)});
     if (auto config = read_config(key, value, reporter)) configs.push_back(std::move(*config));
   }
   return configs;
+}
+
+}  // namespace
+
+std::vector<MasterConfig> parse_master_configs(std::string_view text, std::string_view file_name,
+                                               std::vector<Diagnostic>& diagnostics) {
+  return parse_master_file(text, file_name, diagnostics, nullptr);
 }
 
 RunnerConfig parse_runner_config(std::string_view text, std::string_view file_name,
@@ -905,30 +945,22 @@ RunnerConfig parse_runner_config(std::string_view text, std::string_view file_na
   return runners;
 }
 
-void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConfig* runners,
-                      std::vector<Diagnostic>& diagnostics) {
-  std::unordered_map<std::string, const MasterConfig*> seen;
+namespace {
+
+// The runner-dependent rules of check_config_set().
+void check_runner_facts(const std::vector<MasterConfig>& configs, const RunnerConfig& runners,
+                        std::vector<Diagnostic>& diagnostics) {
   for (const auto& config : configs) {
-    auto [it, inserted] = seen.emplace(config.key, &config);
-    if (!inserted) {
-      const SourceLocation& first = it->second->location;
-      diagnostics.push_back(Diagnostic{
-          config.location, config.key, "",
-          fmt::format("config key '{}' is already defined in {}:{}:{}; config keys must be unique across all "
-                      "--config-files",
-                      config.key, first.file, first.line, first.column)});
-    }
-    if (!runners) continue;
     for (const auto& scenario : config.agentic_coding) {
       for (const auto& entry : scenario.search_space) {
         if (entry.kv_offloading != KvOffloading::kDram) continue;
-        const RunnerHardware* facts = runners->find_hardware(config.runner);
+        const RunnerHardware* facts = runners.find_hardware(config.runner);
         if (!facts) {
           diagnostics.push_back(
               Diagnostic{entry.location, config.key, child_path(entry.path, "kv-offloading"),
                          fmt::format("`kv-offloading: dram` needs hardware facts for runner '{}': add `hardware: {{{}: "
                                      "{{available-cpu-dram-mib: N, gpus-per-node: N}}}}` to {}",
-                                     config.runner, config.runner, runners->file)});
+                                     config.runner, config.runner, runners.file)});
           continue;
         }
         if (!config.multinode) {
@@ -957,10 +989,22 @@ void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConf
   }
 }
 
+}  // namespace
+
+void check_config_set(const std::vector<MasterConfig>& configs, const RunnerConfig* runners,
+                      std::vector<Diagnostic>& diagnostics) {
+  std::vector<KeyDefinition> definitions;
+  definitions.reserve(configs.size());
+  for (const auto& config : configs) definitions.push_back(KeyDefinition{config.key, config.location});
+  check_unique_keys(definitions, diagnostics);
+  if (runners) check_runner_facts(configs, *runners, diagnostics);
+}
+
 ValidationReport validate_files(std::span<const std::filesystem::path> config_files,
                                 const std::filesystem::path* runner_file) {
   ValidationReport report;
   std::vector<MasterConfig> all;
+  std::vector<KeyDefinition> definitions;                           // every file's keys, valid configs or not
   std::vector<std::pair<std::filesystem::path, std::string>> seen;  // canonical path, as given
   for (const auto& path : config_files) {
     std::error_code ec;
@@ -982,7 +1026,7 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
       report.diagnostics.push_back(file_diagnostic(path.string(), text.error()));
       continue;
     }
-    auto configs = parse_master_configs(*text, path.string(), report.diagnostics);
+    auto configs = parse_master_file(*text, path.string(), report.diagnostics, &definitions);
     for (auto& config : configs) all.push_back(std::move(config));
   }
   if (runner_file) {
@@ -993,7 +1037,10 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
       report.runners = parse_runner_config(*text, runner_file->string(), report.diagnostics);
     }
   }
-  check_config_set(all, report.runners ? &*report.runners : nullptr, report.diagnostics);
+  // Keys are compared over every definition, so a key defined twice is reported even when one of
+  // the definitions has problems of its own (check_config_set sees only the valid configs).
+  check_unique_keys(definitions, report.diagnostics);
+  if (report.runners) check_runner_facts(all, *report.runners, report.diagnostics);
   report.configs.configs = std::move(all);
   return report;
 }

@@ -171,7 +171,8 @@ struct ValidationReport {
 };
 
 // Reads and validates the files. Missing or unreadable files are diagnostics too; the report is
-// always complete (every file is checked even after the first one fails).
+// always complete (every file is checked even after the first one fails, and a key defined in two
+// files is reported even when one of its definitions has problems of its own).
 ValidationReport validate_files(std::span<const std::filesystem::path> config_files,
                                 const std::filesystem::path* runner_file);
 

@@ -158,6 +158,15 @@ TEST(MasterConfig, ConcurrencyRules) {
   expect_one(single_node("      - { tp: 8, conc-list: }\n"), kSs + "conc-list", "at least one");
 }
 
+TEST(MasterConfig, IntegersAboveTheBoundAreRefusedInListsToo) {
+  // conc-list entries escaped the 10^9 bound that isl and conc-end have (2e9 passed validate).
+  expect_one(single_node("      - { tp: 8, conc-list: [4, 2000000000] }\n"), kSs + "conc-list[1]", "<= 1000000000", 14);
+  EXPECT_TRUE(problems(single_node("      - { tp: 8, conc-list: [1000000000] }\n")).empty());
+  expect_one(single_node("      - { tp: 8, conc-start: 4, conc-end: 2000000000 }\n"), kSs + "conc-end", "<= 1000000000",
+             14);
+  expect_one(single_node("      - { tp: 65537, conc-list: [1] }\n"), kSs + "tp", "<= 65536", 14);
+}
+
 TEST(MasterConfig, DcpMustDivideTp) {
   expect_one(single_node("      - { tp: 6, dcp-size: 4, conc-list: [1] }\n"), kSs + "dcp-size",
              "'tp' (6) must be divisible by 'dcp-size' (4)", 14);
@@ -394,6 +403,34 @@ TEST(ConfigSet, KeyDefinedInTwoFilesIsAnError) {
   ASSERT_EQ(report.diagnostics.size(), 1u) << format_diagnostics(report.diagnostics);
   EXPECT_EQ(report.diagnostics[0].where.file, files[1].string());
   EXPECT_NE(report.diagnostics[0].message.find("already defined in " + files[0].string() + ":1:1"), std::string::npos);
+}
+
+TEST(ConfigSet, KeyDefinedInTwoFilesIsReportedWhenADefinitionIsInvalid) {
+  // The duplicate was only found when both definitions were otherwise valid: an unknown field in
+  // the second file hid it until that was fixed.
+  TempDir dir;
+  std::string yaml = single_node("      - { tp: 8, conc-list: [1] }\n");
+  std::string typo = single_node("      - { tp: 8, conc-list: [1] }\n", "  typo-field: 1\n");
+  std::vector<std::filesystem::path> files{dir.write("one.yaml", yaml), dir.write("three.yaml", typo)};
+  auto report = validate_files(files, nullptr);
+  ASSERT_EQ(report.diagnostics.size(), 2u) << format_diagnostics(report.diagnostics);
+  EXPECT_NE(report.diagnostics[0].message.find("unknown field 'typo-field'"), std::string::npos);
+  EXPECT_EQ(report.diagnostics[1].where.file, files[1].string());
+  EXPECT_EQ(report.diagnostics[1].where.line, 1);
+  EXPECT_EQ(report.diagnostics[1].config_key, "cfg-fp8-h200-vllm");
+  EXPECT_NE(report.diagnostics[1].message.find("already defined in " + files[0].string() + ":1:1"), std::string::npos);
+
+  // The first definition invalid, or both: still reported, once, on the later definition.
+  files = {dir.write("typo.yaml", typo), dir.write("ok.yaml", yaml), dir.write("typo2.yaml", typo)};
+  report = validate_files(files, nullptr);
+  ASSERT_EQ(report.diagnostics.size(), 4u) << format_diagnostics(report.diagnostics);
+  size_t duplicates = 0;
+  for (const auto& diagnostic : report.diagnostics) {
+    if (diagnostic.message.find("already defined in " + files[0].string() + ":1:1") != std::string::npos) {
+      ++duplicates;
+    }
+  }
+  EXPECT_EQ(duplicates, 2u) << format_diagnostics(report.diagnostics);
 }
 
 TEST(ConfigSet, MissingFilesAndSyntaxErrorsAreDiagnosticsAndEveryFileIsChecked) {
