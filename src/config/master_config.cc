@@ -1032,7 +1032,12 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
   if (runner_file) {
     auto text = read_text(*runner_file);
     if (!text) {
-      report.diagnostics.push_back(file_diagnostic(runner_file->string(), text.error()));
+      Diagnostic diagnostic = file_diagnostic(runner_file->string(), text.error());
+      if (text.error().code() == ErrorCode::kNotFound) {
+        diagnostic.message +=
+            "; pass --runner-config PATH (an InferenceX checkout keeps the file at .github/configs/runners.yaml)";
+      }
+      report.diagnostics.push_back(std::move(diagnostic));
     } else {
       report.runners = parse_runner_config(*text, runner_file->string(), report.diagnostics);
     }

@@ -1,4 +1,5 @@
-// Master configs (`configs/*-master.yaml`) and `runners.yaml` as typed structs, with validation.
+// Master configs (`*-master.yaml`; InferenceX keeps them in `.github/configs/`) and `runners.yaml`
+// as typed structs, with validation.
 //
 // Loading applies every rule of SPEC §1 and collects *all* problems of all files, each as a
 // Diagnostic naming file:line:column, the config key, the field path and what was expected, so a

@@ -1,6 +1,8 @@
 // `ixbench sweep` through the real binary: the reference goldens byte for byte, and bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -88,10 +90,29 @@ TEST(Sweep, MissingFilesAreErrors) {
       {"sweep", "full-sweep", "--config-files", fixture("no-such.yaml"), "--runner-config", fixture("runners.yaml")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("no-such.yaml: file does not exist"), std::string::npos) << result.err;
-  // The default --runner-config is configs/runners.yaml relative to the current directory.
-  result = run_ixbench({"sweep", "full-sweep", "--config-files", fixture("valid-master.yaml")});
+}
+
+TEST(Sweep, MissingRunnersFileNamesTheFlag) {
+  // The default --runner-config is configs/runners.yaml relative to the current directory, which
+  // this repository does not have; the error said only "file does not exist".
+  const auto previous = std::filesystem::current_path();
+  const auto empty = std::filesystem::temp_directory_path() / ("ixbench-sweep-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(empty);
+  std::filesystem::current_path(empty);
+  auto result = run_ixbench({"sweep", "full-sweep", "--config-files", fixture("valid-master.yaml")});
+  auto explicit_path = run_ixbench({"sweep", "test-config", "--config-files", fixture("valid-master.yaml"),
+                                    "--runner-config", "no-such-runners.yaml", "--config-keys", "tiny*"});
+  std::filesystem::current_path(previous);
+  std::filesystem::remove_all(empty);
   EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.out.empty()) << result.out;
   EXPECT_NE(result.err.find("configs/runners.yaml: file does not exist"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("pass --runner-config PATH"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(".github/configs/runners.yaml"), std::string::npos) << result.err;
+  EXPECT_EQ(explicit_path.exit_code, 1);
+  EXPECT_NE(explicit_path.err.find("no-such-runners.yaml: file does not exist"), std::string::npos)
+      << explicit_path.err;
+  EXPECT_NE(explicit_path.err.find("--runner-config"), std::string::npos) << explicit_path.err;
 }
 
 TEST(Sweep, AnEmptyRunnerNodeFilterIsNoFilter) {

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "support/subprocess.h"
 
@@ -20,12 +22,132 @@ size_t count_lines(const std::string& text) {
   return lines;
 }
 
+// A fresh empty directory that is the current directory for the test's lifetime: the default
+// --runner-config (configs/runners.yaml) is resolved from there.
+class InEmptyDirectory {
+ public:
+  InEmptyDirectory() : previous_(std::filesystem::current_path()) {
+    path_ = std::filesystem::temp_directory_path() / ("ixbench-validate-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+    std::filesystem::current_path(path_);
+  }
+  ~InEmptyDirectory() {
+    std::filesystem::current_path(previous_);
+    std::filesystem::remove_all(path_);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path previous_;
+  std::filesystem::path path_;
+};
+
 TEST(Validate, ValidFixtureExitsZero) {
   auto result = run_ixbench(
       {"validate", "--config-files", fixture("valid-master.yaml"), "--runner-config", fixture("runners.yaml")});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("ok: 3 config(s) in 1 file(s)"), std::string::npos) << result.out;
   EXPECT_TRUE(result.err.empty()) << result.err;
+}
+
+TEST(Validate, WithoutRunnersFileSaysRunnerChecksWereSkipped) {
+  // The default configs/runners.yaml does not exist here: the runner checks used to be skipped
+  // silently.
+  InEmptyDirectory cwd;
+  auto result = run_ixbench({"validate", "--config-files", fixture("valid-master.yaml")});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "ok: 3 config(s) in 1 file(s)\n");
+  EXPECT_NE(result.err.find("runner checks skipped"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("configs/runners.yaml does not exist"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("pass --runner-config PATH"), std::string::npos) << result.err;
+  EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+  // Problems found: the note comes too, and the summary still counts the config file only.
+  result = run_ixbench({"validate", "--config-files", fixture("invalid-master.yaml")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("runner checks skipped"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("ixbench: error: 5 problem(s) found in 1 file(s); fix"), std::string::npos) << result.err;
+}
+
+TEST(Validate, DefaultRunnersFileIsUsedWhenPresent) {
+  InEmptyDirectory cwd;
+  std::filesystem::create_directories(cwd.path() / "configs");
+  std::filesystem::copy_file(fixture("runners.yaml"), cwd.path() / "configs" / "runners.yaml");
+  auto result = run_ixbench({"validate", "--config-files", fixture("valid-master.yaml")});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "ok: 3 config(s) in 1 file(s), runners from configs/runners.yaml\n");
+  EXPECT_TRUE(result.err.empty()) << result.err;
+}
+
+TEST(Validate, FileCountIsConfigFilesOnly) {
+  // Two config files and a runners file printed "in 3 file(s)".
+  InEmptyDirectory cwd;
+  const auto other = cwd.path() / "other-master.yaml";
+  {
+    std::ofstream out(other);
+    out << "other-fp8-h200-vllm:\n  image: img:1\n  model: org/model\n  model-prefix: other\n  precision: fp8\n"
+           "  framework: vllm\n  runner: h200\n  multinode: false\n  scenarios:\n    fixed-seq-len:\n"
+           "    - { isl: 1024, osl: 1024, search-space: [{ tp: 8, conc-list: [4] }] }\n";
+  }
+  auto result = run_ixbench({"validate", "--config-files", fixture("valid-master.yaml"), other.string(),
+                             "--runner-config", fixture("runners.yaml")});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "ok: 4 config(s) in 2 file(s), runners from " + fixture("runners.yaml") + "\n");
+  EXPECT_TRUE(result.err.empty()) << result.err;
+  result = run_ixbench({"validate", "--config-files", fixture("invalid-master.yaml"), other.string(), "--runner-config",
+                        fixture("runners.yaml")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("ixbench: error: 5 problem(s) found in 2 file(s), runners from " + fixture("runners.yaml") +
+                            "; fix"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(Validate, DuplicateKeyIsReportedBesideOtherProblems) {
+  // one.yaml valid, three.yaml the same key plus an unknown field: only the typo was reported.
+  InEmptyDirectory cwd;
+  std::filesystem::copy_file(fixture("valid-master.yaml"), cwd.path() / "one.yaml");
+  {
+    std::ofstream out(cwd.path() / "three.yaml");
+    out << "tiny-fp8-h200-vllm:\n  image: img:1\n  model: org/model\n  model-prefix: tiny\n  precision: fp8\n"
+           "  framework: vllm\n  runner: h200\n  multinode: false\n  typo-field: 1\n  scenarios:\n"
+           "    fixed-seq-len:\n    - { isl: 1024, osl: 1024, search-space: [{ tp: 8, conc-list: [4] }] }\n";
+  }
+  auto result =
+      run_ixbench({"validate", "--config-files", "one.yaml", "three.yaml", "--runner-config", fixture("runners.yaml")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("three.yaml:9:3: config 'tiny-fp8-h200-vllm': field 'typo-field': unknown field"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("three.yaml:1:1: config 'tiny-fp8-h200-vllm': config key 'tiny-fp8-h200-vllm' is "
+                            "already defined in one.yaml:2:1"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("ixbench: error: 2 problem(s)"), std::string::npos) << result.err;
+}
+
+TEST(Validate, ConcListAboveTheBoundIsRefused) {
+  InEmptyDirectory cwd;
+  {
+    std::ofstream out(cwd.path() / "huge.yaml");
+    out << "huge-fp8-h200-vllm:\n  image: img:1\n  model: org/model\n  model-prefix: huge\n  precision: fp8\n"
+           "  framework: vllm\n  runner: h200\n  multinode: false\n  scenarios:\n    fixed-seq-len:\n"
+           "    - isl: 1024\n      osl: 1024\n      search-space:\n      - { tp: 8, conc-list: [2000000000] }\n";
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"validate", "--config-files", "huge.yaml", "--runner-config", fixture("runners.yaml")},
+        std::vector<std::string>{"sweep", "test-config", "--config-files", "huge.yaml", "--runner-config",
+                                 fixture("runners.yaml"), "--config-keys", "huge-fp8-h200-vllm"}}) {
+    auto result = run_ixbench(args);
+    EXPECT_EQ(result.exit_code, 1) << args[0] << ": " << result.out;
+    EXPECT_TRUE(result.out.empty()) << result.out;
+    EXPECT_NE(result.err.find("huge.yaml:14:30: config 'huge-fp8-h200-vllm': field "
+                              "'scenarios.fixed-seq-len[0].search-space[0].conc-list[0]':"),
+              std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("<= 1000000000"), std::string::npos) << result.err;
+  }
 }
 
 TEST(Validate, RealMasterConfigsValidateCleanly) {
@@ -40,7 +162,7 @@ TEST(Validate, RealMasterConfigsValidateCleanly) {
 
 TEST(Validate, ReportsEveryProblemWithFileLineColumn) {
   std::string file = fixture("invalid-master.yaml");
-  auto result = run_ixbench({"validate", "--config-files", file});
+  auto result = run_ixbench({"validate", "--config-files", file, "--runner-config", fixture("runners.yaml")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find(file + ":10:3: config 'broken-fp8-h200-vllm': field 'typo-field': unknown field"),
             std::string::npos)
