@@ -1,6 +1,11 @@
 #include "cli/engine_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ix::cli {
 
@@ -90,7 +95,21 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                                "--max-num-seqs)",
                                side.name))
         ->capture_default_str();
+    app.add_option(flag + "max-num-batched-tokens", side.topology.max_num_batched_tokens,
+                   fmt::format("disaggregation: token budget per step and {} rank, SGLang's chunked-prefill-size "
+                               "over the DP ranks (0 = --max-num-batched-tokens)",
+                               side.name))
+        ->capture_default_str();
+    app.add_option(flag + "max-kv-tokens", side.topology.max_kv_tokens,
+                   fmt::format("disaggregation: KV-cache tokens per {} rank, SGLang's max-total-tokens over the DP "
+                               "ranks (0 = what memory holds)",
+                               side.name))
+        ->capture_default_str();
   }
+  app.add_option("--decode-reserved-tokens", c.decode.reserved_decode_tokens,
+                 "disaggregation: KV tokens each running decode request keeps free when a transferred request is "
+                 "admitted, SGLang's num-reserved-decode-tokens (0 = none)")
+      ->capture_default_str();
 }
 
 Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
@@ -106,10 +125,19 @@ Result<sim::EngineConfig> engine_config_from_flags(const EngineFlags& flags) {
                 "disaggregation needs both --prefill-workers and --decode-workers (>= 1 each), or neither");
   if (flags.prefill_workers < 0 || flags.decode_workers < 0)
     return fail(ErrorCode::kInvalidArgument, "--prefill-workers and --decode-workers must be >= 0");
-  if (flags.prefill_workers == 0 && (config.prefill.max_num_seqs != 0 || config.decode.max_num_seqs != 0))
+  // Per-side limits without disaggregation would be dead knobs: name the ones given.
+  std::vector<std::string> side_flags;
+  for (const auto& [name, t] : {std::pair{"prefill", &config.prefill}, std::pair{"decode", &config.decode}}) {
+    if (t->max_num_seqs != 0) side_flags.push_back(fmt::format("--{}-max-num-seqs", name));
+    if (t->max_num_batched_tokens != 0) side_flags.push_back(fmt::format("--{}-max-num-batched-tokens", name));
+    if (t->max_kv_tokens != 0) side_flags.push_back(fmt::format("--{}-max-kv-tokens", name));
+    if (t->reserved_decode_tokens != 0) side_flags.push_back(fmt::format("--{}-reserved-tokens", name));
+  }
+  if (flags.prefill_workers == 0 && !side_flags.empty())
     return fail(ErrorCode::kInvalidArgument,
-                "--prefill-max-num-seqs/--decode-max-num-seqs apply to disaggregation: add --prefill-workers and "
-                "--decode-workers, or use --max-num-seqs");
+                fmt::format("{} apply to disaggregation: add --prefill-workers and --decode-workers, or use "
+                            "--max-num-seqs / --max-num-batched-tokens",
+                            fmt::join(side_flags, ", ")));
   if (flags.prefill_workers > 0) {
     config.disagg = true;
     config.prefill.num_workers = flags.prefill_workers;

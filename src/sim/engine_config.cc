@@ -182,10 +182,22 @@ Result<void> validate(const EngineConfig& config) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--max-num-seqs must be >= 1 (or 0 for the recipe default), got {}", config.max_num_seqs));
   for (const auto* side : {&config.prefill, &config.decode}) {
+    const char* name = side == &config.prefill ? "prefill" : "decode";
     if (side->max_num_seqs < 0)
+      return fail(
+          ErrorCode::kInvalidArgument,
+          fmt::format("--{}-max-num-seqs must be >= 1 (or 0 for --max-num-seqs), got {}", name, side->max_num_seqs));
+    if (side->max_num_batched_tokens < 0)
       return fail(ErrorCode::kInvalidArgument,
-                  fmt::format("--{}-max-num-seqs must be >= 1 (or 0 for --max-num-seqs), got {}",
-                              side == &config.prefill ? "prefill" : "decode", side->max_num_seqs));
+                  fmt::format("--{}-max-num-batched-tokens must be >= 1 (or 0 for --max-num-batched-tokens), got {}",
+                              name, side->max_num_batched_tokens));
+    if (side->max_kv_tokens < 0 || side->max_kv_tokens > (int64_t(1) << 40))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--{}-max-kv-tokens must be in [1, 2^40] (or 0 for what memory holds), got {}", name,
+                              side->max_kv_tokens));
+    if (side->reserved_decode_tokens < 0 || side->reserved_decode_tokens > (1 << 20))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--decode-reserved-tokens must be in [0, 2^20], got {}", side->reserved_decode_tokens));
   }
   if (config.max_num_batched_tokens < 0)
     return fail(ErrorCode::kInvalidArgument,

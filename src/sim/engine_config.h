@@ -38,6 +38,18 @@ struct WorkerTopology {
   // 0 = the engine's max_num_seqs. A disaggregated decode side that is full holds new requests
   // back, and their first token with them: the client sees it when a decode slot frees.
   int32_t max_num_seqs = 0;
+  // Token budget per step and rank on this side (SGLang's chunked-prefill-size, split over the
+  // attention-DP ranks and capped by max-prefill-tokens); 0 = the engine's max_num_batched_tokens.
+  int32_t max_num_batched_tokens = 0;
+  // KV-cache tokens per rank on this side (SGLang's max-total-tokens, each rank's own pool);
+  // 0 = what the GPU memory holds.
+  int64_t max_kv_tokens = 0;
+  // Decode side: tokens kept free per running request when a transferred request is admitted
+  // (SGLang's num-reserved-decode-tokens). A decode side with a stated pool (max_kv_tokens) or
+  // reserve preallocates: a transferred request whose KV does not fit waits, its first token
+  // with it. Without either, the pool is the memory model's estimate and requests are taken at
+  // once (an estimate's error would otherwise become TTFT).
+  int32_t reserved_decode_tokens = 0;
 };
 
 struct EngineConfig {

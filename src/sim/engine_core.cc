@@ -64,7 +64,12 @@ struct Instance {
   Stage stage = Stage::kUnified;
   std::unique_ptr<CostModel> cost;
   std::vector<Rank> ranks;
-  int64_t max_seqs = 0;  // running requests per rank
+  int64_t max_seqs = 0;                // running requests per rank
+  int64_t budget = 0;                  // tokens per step and rank
+  int64_t reserved_decode_tokens = 0;  // WorkerTopology::reserved_decode_tokens
+  // Decode side whose KV pool the deployment states (max_kv_tokens or a reserve): a transferred
+  // request waits, first token included, until its KV fits (see waiting_fit).
+  bool preallocate = false;
   bool busy = false;
   int64_t step_end_ns = kNever;
   StepCost step_cost;
@@ -258,10 +263,25 @@ struct EngineCore::Impl {
     return false;
   }
 
+  static int64_t blocks_for(int64_t tokens, int32_t block_size) { return (tokens + block_size - 1) / block_size; }
+  // Blocks the running requests of a decode rank keep free for their next tokens.
+  static int64_t reserve_blocks(const Instance& inst, size_t running, int32_t block_size) {
+    return blocks_for(inst.reserved_decode_tokens * int64_t(running), block_size);
+  }
+  // Whether the requests waiting on a decode rank (the newest last) all fit in its KV cache now,
+  // keeping the running requests' reserve: SGLang's decode side preallocates a transferred
+  // request's KV before taking it, so one that does not fit waits, and its first token with it.
+  static bool waiting_fit(const Instance& inst, const Rank& rank) {
+    const int32_t block_size = rank.pool.block_size();
+    int64_t need = reserve_blocks(inst, rank.running.size() + rank.waiting.size(), block_size);
+    for (const Request* w : rank.waiting) need += blocks_for(w->prompt + 1, block_size);
+    return need <= rank.pool.num_free();
+  }
+
   void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
-    int64_t budget = config().max_num_batched_tokens;
+    int64_t budget = inst.budget;
     const int64_t threshold =
         config().long_prefill_token_threshold > 0 ? config().long_prefill_token_threshold : budget;
     bool preempted = false;
@@ -311,6 +331,10 @@ struct EngineCore::Impl {
       const bool decode = need == 1 && r->output > 0;
       const int32_t tokens = decode ? int32_t(std::min<int64_t>(1 + draft_count(r), budget))
                                     : int32_t(std::min<int64_t>({need, threshold, budget}));
+      if (r->kv_preloaded && inst.reserved_decode_tokens > 0 &&
+          rank.pool.num_free() - blocks_for(r->computed + tokens, block_size) <
+              reserve_blocks(inst, rank.running.size() + 1, block_size))
+        break;
       if (!rank.pool.allocate(r->blocks, r->computed + tokens, r->hashes, hit_blocks)) {
         r->computed = saved_computed;
         break;
@@ -478,7 +502,8 @@ struct EngineCore::Impl {
     // request (the engine streams it once the request is scheduled on the decode side).
     const Instance& inst = instances[r->instance];
     const Rank& rank = inst.ranks[r->rank];
-    if (int64_t(rank.running.size() + rank.waiting.size()) > inst.max_seqs) {
+    if (int64_t(rank.running.size() + rank.waiting.size()) > inst.max_seqs ||
+        (inst.preallocate && !waiting_fit(inst, rank))) {
       r->first_token_held = true;
       return;
     }
@@ -545,9 +570,11 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       inst.cost = std::make_unique<CostModel>(engine.model, engine.hardware, engine.efficiency, config.precision,
                                               stage == Stage::kPrefill ? 0 : engine.num_spec_tokens, topology);
       const double capacity_tokens = inst.cost->kv_capacity_tokens(engine.config.gpu_memory_utilization);
-      const int64_t blocks = config.num_gpu_blocks_override > 0 ? config.num_gpu_blocks_override
-                             : capacity_tokens > 0              ? int64_t(capacity_tokens / config.block_size)
-                                                                : 0;
+      int64_t blocks = config.num_gpu_blocks_override > 0 ? config.num_gpu_blocks_override
+                       : capacity_tokens > 0              ? int64_t(capacity_tokens / config.block_size)
+                                                          : 0;
+      if (config.num_gpu_blocks_override <= 0 && topology.max_kv_tokens > 0 && blocks > 0)
+        blocks = std::max<int64_t>(1, std::min(blocks, topology.max_kv_tokens / config.block_size));
       if (blocks < 1)
         return fail(ErrorCode::kInvalidArgument,
                     fmt::format("{} does not fit on {} x {} (tp={}, precision {}): weights need {:.1f} GB per GPU of "
@@ -556,6 +583,10 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
                                 engine.config.gpu_memory_utilization));
       inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs : config.max_num_seqs;
+      inst.budget =
+          topology.max_num_batched_tokens > 0 ? topology.max_num_batched_tokens : config.max_num_batched_tokens;
+      inst.reserved_decode_tokens = stage == Stage::kDecode ? topology.reserved_decode_tokens : 0;
+      inst.preallocate = stage == Stage::kDecode && (topology.max_kv_tokens > 0 || topology.reserved_decode_tokens > 0);
       inst.adp_balance = stage == Stage::kUnified && attention_dp_balancing(config, engine.family);
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)

@@ -786,6 +786,8 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
     const std::string hardware = canonical(c.hardware);
     struct Limits {
       int32_t decode_batch = 0, prefill_batch = 0, draft_tokens = 0;
+      int32_t prefill_budget = 0, decode_reserved = 0;
+      int64_t prefill_kv = 0, decode_kv = 0;
       bool operator==(const Limits&) const = default;
     };
     std::optional<Limits> found;
@@ -799,7 +801,13 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
           std::find(row.concurrencies.begin(), row.concurrencies.end(), point.conc) == row.concurrencies.end())
         continue;
       matched = true;
-      const Limits says{r.decode.max_num_seqs, r.prefill.max_num_seqs, r.num_spec_tokens};
+      const Limits says{r.decode.max_num_seqs,
+                        r.prefill.max_num_seqs,
+                        r.num_spec_tokens,
+                        r.prefill.max_num_batched_tokens,
+                        r.decode.reserved_decode_tokens,
+                        r.prefill.max_kv_tokens,
+                        r.decode.max_kv_tokens};
       if (says == Limits{}) continue;  // a row that names no limits does not contradict one that does
       if (found && *found != says) ambiguous = true;
       found = says;
@@ -818,6 +826,20 @@ RowJoin join_sweep_rows(CsvLoad& data, const boost::json::array& rows) {
     if (found->prefill_batch > 0) {
       c.prefill.max_num_seqs = found->prefill_batch;
       changed = true;
+    }
+    for (auto [field, value] : {std::pair{&c.prefill.max_kv_tokens, found->prefill_kv},
+                                std::pair{&c.decode.max_kv_tokens, found->decode_kv}}) {
+      if (value > 0) {
+        *field = value;
+        changed = true;
+      }
+    }
+    for (auto [field, value] : {std::pair{&c.prefill.max_num_batched_tokens, found->prefill_budget},
+                                std::pair{&c.decode.reserved_decode_tokens, found->decode_reserved}}) {
+      if (value > 0) {
+        *field = value;
+        changed = true;
+      }
     }
     if (found->draft_tokens > 0 && c.spec_decoding != SpecDecoding::kNone) {
       c.num_spec_tokens = found->draft_tokens;

@@ -85,7 +85,10 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
                                  {"tp", t.tp},
                                  {"ep", t.ep},
                                  {"dp-attn", t.dp_attn},
-                                 {"max_num_seqs", t.max_num_seqs}};
+                                 {"max_num_seqs", t.max_num_seqs},
+                                 {"max_num_batched_tokens", t.max_num_batched_tokens},
+                                 {"max_kv_tokens", t.max_kv_tokens},
+                                 {"reserved_decode_tokens", t.reserved_decode_tokens}};
     };
     out["prefill"] = side(c.prefill);
     out["decode"] = side(c.decode);

@@ -78,13 +78,26 @@ std::optional<int64_t> parse_integer(std::string_view text) {
 }
 
 struct SideLimits {
-  int32_t prefill = 0, decode = 0;  // running requests per rank; 0 = not given
+  // Per rank; 0 = not given.
+  int32_t running = 0;          // max-running-requests over the DP ranks
+  int32_t budget = 0;           // chunked-prefill-size over the DP ranks, capped by max-prefill-tokens
+  int64_t kv_tokens = 0;        // max-total-tokens (each rank's own pool)
+  int32_t reserved_decode = 0;  // num-reserved-decode-tokens
+};
+struct RecipeLimits {
+  SideLimits prefill, decode;
 };
 
+// SGLang's default --max-prefill-tokens.
+constexpr int64_t kSglangMaxPrefillTokens = 16384;
+
 // "recipe": {"prefill": {...}, "decode": {...}} with SGLang flags as the recipe spells them; `where`
-// names it in errors ("row: recipe", "recipes.json: recipe 'X'").
-Result<SideLimits> recipe_running_requests(const boost::json::value& value, const std::string& where) {
-  SideLimits limits;
+// names it in errors ("row: recipe", "recipes.json: recipe 'X'"). SGLang's semantics with
+// enable-dp-attention (server_args.py, model_runner.py): max-running-requests and
+// chunked-prefill-size are for the whole server and divided over dp-size ranks; max-total-tokens,
+// max-prefill-tokens and num-reserved-decode-tokens are per rank.
+Result<RecipeLimits> recipe_limits(const boost::json::value& value, const std::string& where) {
+  RecipeLimits limits;
   if (!value.is_object()) return fail(ErrorCode::kParse, fmt::format("{}: must be an object", where));
   const auto& recipe = value.as_object();
   auto number = [](const boost::json::value& v) -> std::optional<int64_t> {
@@ -99,27 +112,46 @@ Result<SideLimits> recipe_running_requests(const boost::json::value& value, cons
     if (!side->value().is_object())
       return fail(ErrorCode::kParse, fmt::format("{}.{}: must be an object", where, name));
     const auto& flags = side->value().as_object();
-    auto running = flags.find("max-running-requests");
-    if (running == flags.end()) continue;
-    auto total = number(running->value());
-    if (!total || *total < 1 || *total > INT32_MAX)
-      return fail(ErrorCode::kParse, fmt::format("{}.{}.max-running-requests {} is not a positive integer", where, name,
-                                                 json::to_string(running->value())));
+    // A positive integer flag in [1, max], or nothing when absent (-1 allowed where SGLang means "off").
+    auto flag = [&](const char* key, int64_t max, bool minus_one_is_off = false) -> Result<std::optional<int64_t>> {
+      auto f = flags.find(key);
+      if (f == flags.end() || f->value().is_null()) return std::optional<int64_t>();
+      auto v = number(f->value());
+      if (v && minus_one_is_off && *v == -1) return std::optional<int64_t>();
+      if (!v || *v < 1 || *v > max)
+        return fail(ErrorCode::kParse, fmt::format("{}.{}.{} {} is not an integer in [1, {}]", where, name, key,
+                                                   json::to_string(f->value()), max));
+      return v;
+    };
     int64_t dp = 1;
     bool dp_attention = false;
     if (auto f = flags.find("enable-dp-attention"); f != flags.end())
       dp_attention = (f->value().is_bool() && f->value().as_bool()) ||
                      (f->value().is_string() && f->value().as_string() == "true");
     for (const char* key : {"dp-size", "data-parallel-size", "dp"}) {
-      if (auto f = flags.find(key); f != flags.end()) {
-        auto value = number(f->value());
-        if (!value || *value < 1)
-          return fail(ErrorCode::kParse, fmt::format("{}.{}.{} {} is not a positive integer", where, name, key,
-                                                     json::to_string(f->value())));
-        dp = *value;
-      }
+      auto value = flag(key, 65536);
+      if (!value) return fail(value.error());
+      if (*value) dp = **value;
     }
-    *out = static_cast<int32_t>(std::max<int64_t>(1, dp_attention ? *total / dp : *total));
+    const int64_t ranks = dp_attention ? dp : 1;
+    auto running = flag("max-running-requests", INT32_MAX);
+    if (!running) return fail(running.error());
+    if (*running) out->running = int32_t(std::max<int64_t>(1, **running / ranks));
+    auto chunk = flag("chunked-prefill-size", INT32_MAX, true);
+    if (!chunk) return fail(chunk.error());
+    auto max_prefill = flag("max-prefill-tokens", INT32_MAX);
+    if (!max_prefill) return fail(max_prefill.error());
+    if (*chunk)
+      out->budget =
+          int32_t(std::max<int64_t>(1, std::min(**chunk / ranks, max_prefill->value_or(kSglangMaxPrefillTokens))));
+    auto kv = flag("max-total-tokens", int64_t(1) << 40);
+    if (!kv) return fail(kv.error());
+    if (*kv) out->kv_tokens = **kv;
+    auto reserved = flag("num-reserved-decode-tokens", 1 << 20);
+    if (!reserved) return fail(reserved.error());
+    // Taken only as stated (SGLang's default is 512): a decode side with a reserve preallocates
+    // against the memory model's pool estimate (WorkerTopology::reserved_decode_tokens).
+    if (*reserved) out->reserved_decode = int32_t(**reserved);
   }
   return limits;
 }
@@ -266,9 +298,13 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     if (!prefill) return fail(prefill.error());
     auto decode = parse_side(decode_object, "decode");
     if (!decode) return fail(decode.error());
-    // Batch limits are not row fields: the caller's (--prefill/--decode-max-num-seqs) stay.
-    prefill->max_num_seqs = base.prefill.max_num_seqs;
-    decode->max_num_seqs = base.decode.max_num_seqs;
+    // Batch and token limits are not row fields: the caller's (--prefill-/--decode-* flags) stay.
+    for (auto [side, from] : {std::pair{&*prefill, &base.prefill}, std::pair{&*decode, &base.decode}}) {
+      side->max_num_seqs = from->max_num_seqs;
+      side->max_num_batched_tokens = from->max_num_batched_tokens;
+      side->max_kv_tokens = from->max_kv_tokens;
+      side->reserved_decode_tokens = from->reserved_decode_tokens;
+    }
     if (prefill->num_workers > 0 && decode->num_workers > 0) {
       config.disagg = true;
       config.prefill = *prefill;
@@ -323,26 +359,37 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     // ixbench's extension for rows that carry their recipe's SGLang server flags ("recipe":
     // {"prefill": {...}, "decode": {...}}, data/calibration/): max-running-requests is per server,
     // and SGLang splits it over the data-parallel attention ranks.
-    SideLimits recipe_limits;
+    RecipeLimits recipe;
     if (auto it = row.find("recipe"); it != row.end()) {
-      auto limits = recipe_running_requests(it->value(), "row: recipe");
+      auto limits = recipe_limits(it->value(), "row: recipe");
       if (!limits) return fail(limits.error());
-      recipe_limits = *limits;
+      recipe = *limits;
     } else if (config_file) {
       auto entry = catalog_recipe(base.catalog_dir, *config_file);
       if (!entry) return fail(entry.error());
       if (*entry) {
-        auto limits = recipe_running_requests(**entry, fmt::format("recipes.json: recipe '{}'", *config_file));
+        auto limits = recipe_limits(**entry, fmt::format("recipes.json: recipe '{}'", *config_file));
         if (!limits) return fail(limits.error());
-        recipe_limits = *limits;
+        recipe = *limits;
       }
     }
-    if (hints.decode_batch == 0 && recipe_limits.decode > 0) hints.decode_batch = recipe_limits.decode;
-    if (*prefill_batch == 0 && recipe_limits.prefill > 0) *prefill_batch = recipe_limits.prefill;
+    if (hints.decode_batch == 0 && recipe.decode.running > 0) hints.decode_batch = recipe.decode.running;
+    if (*prefill_batch == 0 && recipe.prefill.running > 0) *prefill_batch = recipe.prefill.running;
     if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
       config.decode.max_num_seqs = hints.decode_batch;
     if (config.disagg && *prefill_batch > 0 && config.prefill.max_num_seqs == 0)
       config.prefill.max_num_seqs = *prefill_batch;
+    // The recipe's token limits, unless the caller set them (--prefill-/--decode-* flags). The
+    // decode side's chunked-prefill-size is left out: decode steps are not prefill chunks.
+    if (config.disagg) {
+      auto take = [](auto& field, auto value) {
+        if (field == 0 && value > 0) field = value;
+      };
+      take(config.prefill.max_num_batched_tokens, recipe.prefill.budget);
+      take(config.prefill.max_kv_tokens, recipe.prefill.kv_tokens);
+      take(config.decode.max_kv_tokens, recipe.decode.kv_tokens);
+      take(config.decode.reserved_decode_tokens, recipe.decode.reserved_decode);
+    }
     if (!mtp_size_given && hints.mtp > 0 && config.spec_decoding == SpecDecoding::kMtp)
       config.num_spec_tokens = hints.mtp;
   } else {

@@ -620,6 +620,37 @@ TEST(SimPredict, DecodeBatchFlagsNeedDisaggregation) {
                              "1024", "--osl", "128", "--conc", "4", "--decode-max-num-seqs", "4"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("--decode-max-num-seqs apply to disaggregation"), std::string::npos) << result.err;
+  auto tokens = run_ixbench({"sim", "predict", "--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--isl",
+                             "1024", "--osl", "128", "--conc", "4", "--prefill-max-num-batched-tokens", "16384",
+                             "--decode-max-kv-tokens", "100000"});
+  EXPECT_EQ(tokens.exit_code, 1);
+  EXPECT_NE(tokens.err.find("--prefill-max-num-batched-tokens, --decode-max-kv-tokens apply to disaggregation"),
+            std::string::npos)
+      << tokens.err;
+  auto reserve = run_ixbench({"sim",
+                              "predict",
+                              "--model",
+                              "deepseek-r1",
+                              "--hardware",
+                              "h200",
+                              "--isl",
+                              "1024",
+                              "--osl",
+                              "128",
+                              "--conc",
+                              "4",
+                              "--prefill-workers",
+                              "1",
+                              "--decode-workers",
+                              "1",
+                              "--prefill-tp",
+                              "8",
+                              "--decode-tp",
+                              "8",
+                              "--decode-reserved-tokens",
+                              "-1"});
+  EXPECT_EQ(reserve.exit_code, 1);
+  EXPECT_NE(reserve.err.find("--decode-reserved-tokens must be in [0, 2^20]"), std::string::npos) << reserve.err;
   // One prefill and one decode engine of 8 GPUs, 4 concurrent requests, the given decode cap.
   auto disaggregated = [](const std::string& cap) {
     std::vector<std::string> args{

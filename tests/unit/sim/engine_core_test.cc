@@ -231,6 +231,70 @@ TEST(EngineCore, FullDecodeSideHoldsTheFirstTokenUntilASlotFrees) {
             std::min(free_log.last_ns(uncapped.a), free_log.last_ns(uncapped.b)));
 }
 
+TEST(EngineCore, DecodeSideWithoutKvRoomHoldsTheFirstTokenUntilItFits) {
+  // SGLang's decode side preallocates a transferred request's KV before taking it: with a pool of
+  // 1,000 tokens per rank (max-total-tokens, 62 blocks of 16) one 512-token prompt grows to 812
+  // tokens and the second prompt (33 blocks) does not fit beside it, so the second request (and
+  // its first token) waits until the first finishes.
+  auto run = [](int64_t kv_tokens, int32_t reserved) {
+    auto config = llama_on_h200();
+    config.disagg = true;
+    config.prefill = WorkerTopology{1, 2, 1, false};
+    config.decode = WorkerTopology{1, 2, 1, false};
+    config.decode.max_kv_tokens = kv_tokens;
+    config.decode.reserved_decode_tokens = reserved;
+    auto core = make_core(config);
+    EventLog log;
+    uint64_t a = 0, b = 0;
+    if (core) {
+      a = core->submit(request_with_tokens(tokens_from(0, 512), 300)).value_or(0);
+      b = core->submit(request_with_tokens(tokens_from(10000, 512), 300)).value_or(0);
+      core->run_until(kNever, log.sink());
+    }
+    return std::tuple{log, a, b};
+  };
+  auto [tight, a, b] = run(1000, 0);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(tight.total_tokens(a), 300);
+  EXPECT_EQ(tight.total_tokens(b), 300);
+  const uint64_t first = tight.first_token_ns(a) <= tight.first_token_ns(b) ? a : b;
+  const uint64_t second = first == a ? b : a;
+  EXPECT_GE(tight.first_token_ns(second), tight.last_ns(first));
+
+  // Room for both requests (2 x 812 tokens), but not with 400 tokens reserved for each.
+  auto [roomy, a2, b2] = run(1700, 0);
+  EXPECT_LT(std::max(roomy.first_token_ns(a2), roomy.first_token_ns(b2)),
+            std::min(roomy.last_ns(a2), roomy.last_ns(b2)));
+  auto [reserved, a3, b3] = run(1700, 400);
+  const uint64_t first3 = reserved.first_token_ns(a3) <= reserved.first_token_ns(b3) ? a3 : b3;
+  const uint64_t second3 = first3 == a3 ? b3 : a3;
+  EXPECT_GE(reserved.first_token_ns(second3), reserved.last_ns(first3));
+}
+
+TEST(EngineCore, PrefillSideTokenBudgetBatchesPrompts) {
+  // SGLang's chunked-prefill-size on the prefill side: with 16,384 tokens per step, two 8k prompts
+  // share one prefill step; with 4,096 each takes two steps, one after the other.
+  auto second_first_token = [](int32_t budget) {
+    auto config = llama_on_h200();
+    config.disagg = true;
+    config.prefill = WorkerTopology{1, 2, 1, false};
+    config.decode = WorkerTopology{1, 2, 1, false};
+    config.prefill.max_num_batched_tokens = budget;
+    auto core = make_core(config);
+    if (!core) return int64_t(-1);
+    const uint64_t a = core->submit(request_with_tokens(tokens_from(0, 8000), 4)).value_or(0);
+    const uint64_t b = core->submit(request_with_tokens(tokens_from(50000, 8000), 4)).value_or(0);
+    EventLog log;
+    core->run_until(kNever, log.sink());
+    return int64_t(std::max(log.first_token_ns(a), log.first_token_ns(b)));
+  };
+  const int64_t wide = second_first_token(16384);
+  const int64_t narrow = second_first_token(4096);
+  ASSERT_GT(wide, 0);
+  ASSERT_GT(narrow, 0);
+  EXPECT_LT(wide, narrow);
+}
+
 TEST(EngineCore, HeldFirstTokenRequestCanBeCancelled) {
   TwoOnCappedDecode capped(1, 200);
   ASSERT_TRUE(capped.core && capped.a && capped.b);

@@ -273,6 +273,62 @@ TEST(SweepRow, RecipeFlagsGiveSglangRunningRequestsPerDataParallelRank) {
       << refused.error().message();
 }
 
+TEST(SweepRow, RecipeTokenLimitsFollowSglangsPerRankRules) {
+  // chunked-prefill-size is for the whole server and split over the DP-attention ranks, then capped
+  // by max-prefill-tokens (per rank, 16384 when absent); max-total-tokens is each rank's own pool;
+  // num-reserved-decode-tokens is taken as stated.
+  const std::string row = R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp4",
+      "framework": "dynamo-sglang", "runner": "gb300", "isl": 1024, "osl": 1024, "spec-decoding": "none",
+      "prefill": {"num-worker": 4, "tp": 4, "ep": 4, "dp-attn": true},
+      "decode": {"num-worker": 1, "tp": 48, "ep": 48, "dp-attn": true}, "conc": [4096],
+      "recipe": {"prefill": {"chunked-prefill-size": 65536, PREFILL_EXTRA "max-total-tokens": 131072,
+                             "tp-size": 4, "dp-size": 4, "enable-dp-attention": true},
+                 "decode": {"max-running-requests": 67584, "max-total-tokens": 3122380, DECODE_EXTRA
+                            "chunked-prefill-size": 786432, "tp-size": 48, "dp-size": 48,
+                            "enable-dp-attention": true}}})";
+  auto with = [&](const std::string& prefill_extra, const std::string& decode_extra,
+                  const EngineConfig& base = EngineConfig{}) {
+    std::string text = row;
+    text.replace(text.find("PREFILL_EXTRA"), 13, prefill_extra);
+    text.replace(text.find("DECODE_EXTRA"), 12, decode_extra);
+    return parse_sweep_row_text(text, base);
+  };
+  auto parsed = with(R"("max-prefill-tokens": 32768,)", R"("num-reserved-decode-tokens": 112,)");
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 16384);  // 65536 / 4 ranks
+  EXPECT_EQ(parsed->engine.prefill.max_kv_tokens, 131072);
+  EXPECT_EQ(parsed->engine.decode.max_kv_tokens, 3122380);
+  EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 112);
+  EXPECT_EQ(parsed->engine.decode.max_num_batched_tokens, 0);  // decode steps are not prefill chunks
+  EXPECT_EQ(parsed->engine.decode.max_num_seqs, 1408);
+
+  parsed = with(R"("max-prefill-tokens": 8192,)", "");
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 8192);
+  EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 0);
+
+  EngineConfig base;  // the caller's flags win over the recipe
+  base.prefill.max_num_batched_tokens = 4096;
+  base.decode.max_kv_tokens = 100000;
+  parsed = with("", "", base);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 4096);
+  EXPECT_EQ(parsed->engine.decode.max_kv_tokens, 100000);
+
+  for (const auto& [extra, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"("max-prefill-tokens": 0,)", "recipe.prefill.max-prefill-tokens"},
+           {R"("max-prefill-tokens": "many",)", "recipe.prefill.max-prefill-tokens"},
+           {R"("num-reserved-decode-tokens": -3,)", "recipe.prefill.num-reserved-decode-tokens"}}) {
+    auto refused = with(extra, "");
+    ASSERT_FALSE(refused) << extra;
+    EXPECT_NE(refused.error().message().find(field), std::string::npos) << refused.error().message();
+  }
+  auto refused = with("", R"("max-prefill-tokens": -1,)");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("recipe.decode.max-prefill-tokens"), std::string::npos)
+      << refused.error().message();
+}
+
 TEST(SweepRow, TheShippedRecipeCatalogHoldsTheCurrentMasterSglangRecipes) {
   // nvidia-master's dsr1-fp4-b200-dynamo-sglang 7p2d row names an override inside a recipe file;
   // its decode side (DP attention over 8 ranks, max-running-requests 2048) allows 256 per rank.
