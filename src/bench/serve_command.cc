@@ -503,7 +503,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     status = 1;
   } else if (completed == 0 || static_cast<double>(failed) > o.max_failed_fraction * static_cast<double>(measured)) {
     log::error("bench serve: {} of {} requests failed (more than {:.0f}%): {}", failed, measured,
-               o.max_failed_fraction * 100, json::to_string(result.at("errors")));
+               o.max_failed_fraction * 100, json::to_string(result.at("error_counts")));
     // What went wrong, not only how often (connection refused, TLS, HTTP status...).
     if (const auto* examples = result.if_contains("error_examples"); examples && examples->is_object()) {
       for (const auto& [kind, message] : examples->as_object()) {

@@ -524,6 +524,13 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
           rec.error_message =
               fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
                           rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
+        } else if (rec.content_event_ns.empty()) {
+          // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
+          // data the server did not produce.
+          rec.error_kind = ErrorKind::kNoContent;
+          rec.error_message =
+              fmt::format("stream completed with {} events but no content-bearing one (no text, no token usage)",
+                          sse_.events_decoded());
         }
         break;
       case http::FailureKind::kConnect: rec.error_kind = ErrorKind::kConnect; break;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 
@@ -19,6 +20,7 @@ std::string_view error_kind_name(ErrorKind kind) {
     case ErrorKind::kTruncated: return "truncated";
     case ErrorKind::kMalformed: return "malformed";
     case ErrorKind::kServerError: return "server_error";
+    case ErrorKind::kNoContent: return "no_content";
     case ErrorKind::kCancelled: return "cancelled";
     case ErrorKind::kOther: return "other";
   }
@@ -142,6 +144,43 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
       if (ok) ++good;
     }
   }
+  // vLLM's per-second view (serve.py calculate_metrics): content events and in-flight requests of
+  // the successful requests in one-second buckets from the earliest send; the busiest second of each.
+  double max_output_tokens_per_s = 0.0;
+  int64_t max_concurrent_requests = 0;
+  {
+    int64_t first_send = INT64_MAX, last_end = INT64_MIN;
+    auto end_of = [](const RequestRecord& r) {
+      return r.content_event_ns.empty() ? r.end_ns : r.content_event_ns.back();
+    };
+    for (const RequestRecord& r : records) {
+      if (r.warmup || !r.success) continue;
+      first_send = std::min(first_send, r.send_ns);
+      last_end = std::max(last_end, end_of(r));
+    }
+    if (first_send <= last_end) {
+      const auto bucket = [&](int64_t t_ns) { return static_cast<int64_t>(seconds_between(first_send, t_ns)); };
+      const size_t seconds = static_cast<size_t>(std::ceil(seconds_between(first_send, last_end))) + 1;
+      std::vector<double> events(seconds, 0.0);
+      std::vector<int64_t> active(seconds + 1, 0);  // difference array over [start, end] seconds
+      for (const RequestRecord& r : records) {
+        if (r.warmup || !r.success) continue;
+        for (int64_t t : r.content_event_ns) {
+          const int64_t b = bucket(t);
+          if (b >= 0 && b < static_cast<int64_t>(seconds)) events[static_cast<size_t>(b)] += 1.0;
+        }
+        const int64_t from = std::clamp<int64_t>(bucket(r.send_ns), 0, static_cast<int64_t>(seconds) - 1);
+        const int64_t to = std::clamp<int64_t>(bucket(end_of(r)), from, static_cast<int64_t>(seconds) - 1);
+        ++active[static_cast<size_t>(from)];
+        --active[static_cast<size_t>(to) + 1];
+      }
+      max_output_tokens_per_s = *std::max_element(events.begin(), events.end());
+      int64_t running = 0;
+      for (size_t i = 0; i < seconds; ++i)
+        max_concurrent_requests = std::max(max_concurrent_requests, running += active[i]);
+    }
+  }
+
   const boost::json::value goodput =
       info.goodput_slo_ms.empty() ? boost::json::value(nullptr) : boost::json::value(per_s(static_cast<double>(good)));
 
@@ -174,6 +213,8 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
   out["request_goodput:"] = goodput;
   out["output_throughput"] = per_s(static_cast<double>(total_output));
   out["total_token_throughput"] = per_s(static_cast<double>(total_input + total_output));
+  out["max_output_tokens_per_s"] = max_output_tokens_per_s;
+  out["max_concurrent_requests"] = max_concurrent_requests;
   out["input_lens"] = std::move(input_lens);
   out["output_lens"] = std::move(output_lens);
 
@@ -193,7 +234,7 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
   boost::json::object errors, examples;
   for (const auto& [kind, n] : error_counts) errors[kind] = n;
   for (const auto& [kind, msg] : error_examples) examples[kind] = msg;
-  out["errors"] = std::move(errors);
+  out["error_counts"] = std::move(errors);
   out["error_examples"] = std::move(examples);
   put_stats(out, "queue", queue, ps, 1000.0, "_ms");
   put_stats(out, "sched_ttft", sched_ttft, ps, 1000.0, "_ms");

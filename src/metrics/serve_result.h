@@ -30,6 +30,7 @@ enum class ErrorKind {
   kTruncated,    // stream ended without the terminal event ([DONE] / finish_reason)
   kMalformed,    // bytes that are not valid HTTP/SSE/JSON
   kServerError,  // an error object inside a 200 stream
+  kNoContent,    // a complete stream without one content-bearing event (no TTFT to measure)
   kCancelled,    // stopped by the client (Ctrl-C, server died, run aborted)
   kOther,
 };

@@ -113,7 +113,7 @@ TEST(BenchServe, HttpErrorsAreCountedAndFailTheRunWithTheReportWritten) {
                     "10", "--num-warmups", "0"});
   EXPECT_EQ(run.process.exit_code, 1) << run.process.err;
   EXPECT_EQ(num(run.result, "failed"), 10);
-  EXPECT_EQ(num(run.result.at("errors").as_object(), "http_status"), 10);
+  EXPECT_EQ(num(run.result.at("error_counts").as_object(), "http_status"), 10);
   const std::string example(run.result.at("error_examples").as_object().at("http_status").as_string());
   EXPECT_TRUE(example.starts_with("HTTP 429") || example.starts_with("HTTP 503")) << example;
   EXPECT_NE(run.process.err.find("10 of 10 requests failed"), std::string::npos) << run.process.err;
@@ -140,9 +140,9 @@ TEST(BenchServe, StreamFaultsAreCountedByKind) {
     flags.insert(flags.end(), c.bench_flags.begin(), c.bench_flags.end());
     auto run = bench(*server, "fault_" + c.kind, flags);
     EXPECT_EQ(run.process.exit_code, 1) << c.kind << run.process.err;
-    ASSERT_TRUE(run.result.contains("errors")) << c.kind << run.process.err;
-    EXPECT_EQ(num(run.result.at("errors").as_object(), c.kind), 6)
-        << c.kind << " " << ix::json::to_string(run.result.at("errors"));
+    ASSERT_TRUE(run.result.contains("error_counts")) << c.kind << run.process.err;
+    EXPECT_EQ(num(run.result.at("error_counts").as_object(), c.kind), 6)
+        << c.kind << " " << ix::json::to_string(run.result.at("error_counts"));
     EXPECT_FALSE(run.result.at("error_examples").as_object().at(c.kind).as_string().empty());
     ASSERT_EQ(run.requests.size(), 6u);
     EXPECT_EQ(run.requests[0].at("error_kind").as_string(), c.kind);
@@ -254,7 +254,7 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   // Nothing more is sent once the server refuses connections, even while its process is still
   // shutting down: the failures are the streams cut by the kill (4 in flight), not the
   // remaining requests burnt on refused connections (300+ before).
-  EXPECT_LT(num(run.result, "failed"), 20) << ix::json::to_string(run.result.at("errors"));
+  EXPECT_LT(num(run.result, "failed"), 20) << ix::json::to_string(run.result.at("error_counts"));
 }
 
 TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {

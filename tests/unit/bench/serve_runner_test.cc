@@ -180,6 +180,25 @@ TEST(ServeRunner, NonStreamingAnswerIsMalformedWithTheBodyInTheMessage) {
   EXPECT_NE(r.error_message.find("all at once"), std::string::npos) << r.error_message;
 }
 
+TEST(ServeRunner, CompleteStreamWithoutContentFailsAsNoContent) {
+  // Only empty-text chunks and a usage chunk: there is no first token to time, so the request
+  // fails (as in vLLM) instead of counting with TTFT 0.
+  ScriptedServer server([&](int fd, const std::string&) {
+    write_all(fd, std::string(kSseHead) +
+                      ix::testing::http_chunk("data: {\"choices\":[{\"text\":\"\"}]}\n\n"
+                                              "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\n"
+                                              "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n"
+                                              "data: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  });
+  auto out = run_serve(base_options(server.url(), 1, 4));
+  ASSERT_TRUE(out.has_value());
+  const auto& r = out->records.at(0);
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.error_kind, metrics::ErrorKind::kNoContent);
+  EXPECT_NE(r.error_message.find("no content-bearing"), std::string::npos) << r.error_message;
+}
+
 TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
   ScriptedServer server([&](int fd, const std::string&) {
     std::this_thread::sleep_for(50ms);

@@ -79,6 +79,26 @@ TEST(ServeResult, MetricsFollowVllmDefinitions) {
   EXPECT_TRUE(out.at("run_valid").as_bool());
 }
 
+TEST(ServeResult, BusiestSecondOfTokensAndRequestsAsVllm) {
+  // vLLM's max_output_tokens_per_s / max_concurrent_requests: content events and in-flight
+  // requests of the successful requests in whole seconds from the earliest send.
+  // a: sent at 0, 11 events at 0.1 .. 0.2 s; b: sent at 0.5, 11 events at 0.9 .. 1.9 s (every
+  // 100 ms); c: sent at 1.2 s, 3 events at 1.3 .. 1.5 s; d: failed (not counted).
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 11), timed_request(1, 500, 400, 100, 11),
+                                        timed_request(2, 1200, 100, 100, 3), timed_request(3, 0, 100, 10, 50)};
+  records[3].success = false;
+  records[3].error_kind = ErrorKind::kTimeout;
+  auto out = build_serve_result(records, basic_info());
+  // Second 0: a's 11 events + b's first (0.9 s); second 1: b's other 10 + c's 3.
+  EXPECT_EQ(num(out, "max_output_tokens_per_s"), 13.0);
+  // Second 0: a and b in flight; second 1: b and c.
+  EXPECT_EQ(out.at("max_concurrent_requests").as_int64(), 2);
+  records = {records[3]};
+  out = build_serve_result(records, basic_info());
+  EXPECT_EQ(num(out, "max_output_tokens_per_s"), 0.0);
+  EXPECT_EQ(out.at("max_concurrent_requests").as_int64(), 0);
+}
+
 TEST(ServeResult, FailuresAreCountedByKindAndExcludedFromLatency) {
   std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 5)};
   RequestRecord bad;
@@ -98,7 +118,7 @@ TEST(ServeResult, FailuresAreCountedByKindAndExcludedFromLatency) {
   EXPECT_EQ(out.at("completed").as_int64(), 1);
   EXPECT_EQ(out.at("failed").as_int64(), 2);
   EXPECT_EQ(out.at("num_warmups_excluded").as_int64(), 1);
-  EXPECT_EQ(out.at("errors").as_object().at("http_status").as_int64(), 2);
+  EXPECT_EQ(out.at("error_counts").as_object().at("http_status").as_int64(), 2);
   EXPECT_EQ(out.at("error_examples").as_object().at("http_status").as_string(), "HTTP 503: Service Unavailable");
   EXPECT_EQ(out.at("input_lens").as_array().size(), 3u);  // failed requests keep their prompt length
   EXPECT_EQ(out.at("output_lens").as_array().at(1).as_int64(), 0);
