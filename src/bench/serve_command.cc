@@ -344,6 +344,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.backend = *backend;
   run.model = o.served_model_name.empty() ? o.model : o.served_model_name;
   run.ignore_eos = o.ignore_eos;
+  run.continuous_usage = o.continuous_usage;
   run.extra_body_json = o.extra_body;
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.verify_tls = !o.insecure;
@@ -440,6 +441,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["seed"] = o.seed;
   info.extra["endpoint"] = run.endpoint;
   info.extra["use_chat_template"] = o.use_chat_template;
+  info.extra["continuous_usage_stats"] = o.continuous_usage && openai::supports_continuous_usage(*backend);
   for (const auto& [key, value] : output->extra) info.extra[key] = value;
   // The records hold measured requests only: the warmups the run excluded are counted here.
   info.extra["num_warmups_excluded"] = output->warmup_done;

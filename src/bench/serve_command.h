@@ -46,6 +46,7 @@ struct BenchServeOptions {
   double burstiness = 1.0;
   std::optional<int64_t> num_warmups;  // default 2 · max_concurrency, else 0
   bool ignore_eos = true;
+  bool continuous_usage = true;  // ask for usage in every chunk (vllm, sglang, trt, atom backends)
   bool use_chat_template = false;
   std::string percentile_metrics = "ttft,tpot,itl,e2el";
   std::string metric_percentiles = "90,99,99.9";

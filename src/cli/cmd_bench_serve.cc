@@ -68,9 +68,14 @@ void setup(CLI::App& root, CommandRegistry& registry) {
                   "mark the run invalid when the client's event-loop lag p99 exceeds this")
       ->capture_default_str();
   cmd->add_flag("--trust-remote-code", *trust_remote_code, "accepted for vLLM compatibility (no effect)");
+  auto no_continuous_usage = std::make_shared<bool>(false);
+  cmd->add_flag("--no-continuous-usage-stats", *no_continuous_usage,
+                "do not ask for usage in every chunk (stream_options.continuous_usage_stats, sent by default to "
+                "vllm/sglang/trt/atom for tokens per chunk; vLLM's and InferenceX's clients do not send it)");
 
-  registry.on_run(cmd, [o, no_ignore_eos, disable_progress, no_scrape] {
+  registry.on_run(cmd, [o, no_ignore_eos, disable_progress, no_scrape, no_continuous_usage] {
     o->ignore_eos = !*no_ignore_eos;
+    o->continuous_usage = !*no_continuous_usage;
     o->progress = !*disable_progress;
     o->scrape_metrics = !*no_scrape;
     auto status = bench::run_bench_serve(*o);

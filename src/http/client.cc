@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -22,6 +23,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/strings.h"
 #include "http/client_response.h"
 #include "http/receive_time.h"
 
@@ -280,8 +282,12 @@ struct ClientLoop::Impl {
     std::string& w = ex.wire;
     w.clear();
     w.reserve(256 + r.body.size());
-    fmt::format_to(std::back_inserter(w), "{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ixbench\r\nAccept: */*\r\n",
-                   r.method, options.target.path, r.target, host_header);
+    fmt::format_to(std::back_inserter(w), "{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ixbench\r\n", r.method,
+                   options.target.path, r.target, host_header);
+    // One Accept header: the caller's (an SSE request asks for text/event-stream), else */*.
+    const bool has_accept = std::any_of(r.headers.begin(), r.headers.end(),
+                                        [](const Header& h) { return ascii_iequals(h.name, "Accept"); });
+    if (!has_accept) w += "Accept: */*\r\n";
     if (!r.body.empty() || r.method == "POST" || r.method == "PUT") {
       fmt::format_to(std::back_inserter(w), "Content-Type: {}\r\nContent-Length: {}\r\n", r.content_type,
                      r.body.size());

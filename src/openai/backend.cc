@@ -13,7 +13,12 @@ Result<Backend> parse_backend(std::string_view name) {
   if (name == "sglang") return Backend::kSglang;
   if (name == "openai") return Backend::kOpenai;
   if (name == "openai-chat") return Backend::kOpenaiChat;
-  if (name == "trt" || name == "tensorrt-llm") return Backend::kTrt;
+  if (name == "trt") return Backend::kTrt;
+  if (name == "tensorrt-llm")
+    return fail(ErrorCode::kInvalidArgument,
+                "backend 'tensorrt-llm' is vLLM's client for Triton's generate_stream protocol (text_input / "
+                "text_output), which ixbench does not speak; for trtllm-serve (OpenAI API) use --backend trt, or "
+                "--backend openai as InferenceX's TRT-LLM scripts do");
   if (name == "atom") return Backend::kAtom;
   return fail(ErrorCode::kInvalidArgument,
               fmt::format("unknown backend '{}': use one of vllm, sglang, openai, openai-chat, trt, atom", name));

@@ -23,7 +23,8 @@ namespace ix::openai {
 
 enum class Backend { kVllm, kSglang, kOpenai, kOpenaiChat, kTrt, kAtom };
 
-// Accepts vLLM's names: vllm, sglang, openai, openai-chat, trt (also tensorrt-llm), atom.
+// Accepts vLLM's names: vllm, sglang, openai, openai-chat, trt, atom. vLLM's `tensorrt-llm` (the
+// Triton generate_stream protocol) is refused with a pointer to `trt` / `openai`.
 Result<Backend> parse_backend(std::string_view name);
 std::string_view backend_name(Backend backend);
 std::string_view default_endpoint(Backend backend);

@@ -95,8 +95,36 @@ TEST(ServeRunner, ClosedLoopKeepsExactlyMaxConcurrencyInFlight) {
   EXPECT_NE(requests[0].find("\"max_tokens\": 2"), std::string::npos);
   EXPECT_NE(requests[0].find("\"stream\": true"), std::string::npos);
   EXPECT_NE(requests[0].find("\"ignore_eos\": true"), std::string::npos);
+  EXPECT_NE(requests[0].find("\"continuous_usage_stats\": true"), std::string::npos);
+  // One Accept header (an SSE request asks for the event stream).
+  EXPECT_NE(requests[0].find("Accept: text/event-stream\r\n"), std::string::npos) << requests[0];
+  EXPECT_EQ(requests[0].find("Accept: */*"), std::string::npos) << requests[0];
   EXPECT_TRUE(out->client.worker_threads == 2);
   EXPECT_EQ(out->extra.at("client_connections").as_object().at("opened").as_int64(), 3);
+}
+
+TEST(ServeRunner, WithoutContinuousUsageTheBodyIsThePythonClientsOne) {
+  std::mutex mutex;
+  std::string seen;
+  ScriptedServer server([&](int fd, const std::string& request) {
+    {
+      std::lock_guard lock(mutex);
+      seen = request;
+    }
+    write_all(fd, std::string(kSseHead) +
+                      ix::testing::http_chunk("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\n"
+                                              "data: {\"choices\":[],\"usage\":{\"completion_tokens\":1}}\n\n"
+                                              "data: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  });
+  ServeRunnerOptions o = base_options(server.url(), 1, 1);
+  o.continuous_usage = false;
+  auto out = run_serve(o);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_TRUE(out->records.at(0).success) << out->records.at(0).error_message;
+  std::lock_guard lock(mutex);
+  EXPECT_NE(seen.find("\"include_usage\": true"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("continuous_usage_stats"), std::string::npos) << seen;
 }
 
 TEST(ServeRunner, MultiTokenChunksAndRoleOnlyChatChunks) {

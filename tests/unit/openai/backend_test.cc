@@ -15,7 +15,10 @@ TEST(Backend, NamesAndEndpoints) {
     ASSERT_TRUE(b.has_value()) << name;
     EXPECT_EQ(backend_name(*b), name);
   }
-  EXPECT_EQ(*parse_backend("tensorrt-llm"), Backend::kTrt);
+  // vLLM's tensorrt-llm client speaks Triton's generate_stream protocol: refused, not silently trt.
+  auto triton = parse_backend("tensorrt-llm");
+  ASSERT_FALSE(triton.has_value());
+  EXPECT_NE(triton.error().message().find("--backend trt"), std::string::npos) << triton.error().message();
   EXPECT_FALSE(parse_backend("tgi").has_value());
   EXPECT_EQ(default_endpoint(Backend::kVllm), "/v1/completions");
   EXPECT_EQ(default_endpoint(Backend::kOpenaiChat), "/v1/chat/completions");
