@@ -141,9 +141,12 @@ Result<RecipeLimits> recipe_limits(const boost::json::value& value, const std::s
     if (!chunk) return fail(chunk.error());
     auto max_prefill = flag("max-prefill-tokens", INT32_MAX);
     if (!max_prefill) return fail(max_prefill.error());
-    if (*chunk)
-      out->budget =
-          int32_t(std::max<int64_t>(1, std::min(**chunk / ranks, max_prefill->value_or(kSglangMaxPrefillTokens))));
+    const int64_t prefill_cap = max_prefill->value_or(kSglangMaxPrefillTokens);
+    if (*chunk) {
+      out->budget = int32_t(std::max<int64_t>(1, std::min(**chunk / ranks, prefill_cap)));
+    } else if (auto f = flags.find("chunked-prefill-size"); f != flags.end() && number(f->value()) == -1) {
+      out->budget = int32_t(prefill_cap);  // chunking off: whole prompts, max-prefill-tokens per batch
+    }
     auto kv = flag("max-total-tokens", int64_t(1) << 40);
     if (!kv) return fail(kv.error());
     if (*kv) out->kv_tokens = **kv;

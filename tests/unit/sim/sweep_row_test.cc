@@ -305,6 +305,14 @@ TEST(SweepRow, RecipeTokenLimitsFollowSglangsPerRankRules) {
   parsed = with(R"("max-prefill-tokens": 8192,)", "");
   ASSERT_TRUE(parsed) << parsed.error().message();
   EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 8192);
+  // chunked-prefill-size -1 turns chunking off: whole prompts, max-prefill-tokens per batch.
+  std::string unchunked = row;
+  unchunked.replace(unchunked.find(R"("chunked-prefill-size": 65536)"), 29, R"("chunked-prefill-size": -1)");
+  unchunked.replace(unchunked.find("PREFILL_EXTRA"), 13, "");
+  unchunked.replace(unchunked.find("DECODE_EXTRA"), 12, "");
+  parsed = parse_sweep_row_text(unchunked, EngineConfig{});
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 16384);
   EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 0);
 
   EngineConfig base;  // the caller's flags win over the recipe
