@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
@@ -25,7 +26,7 @@ constexpr double kMaxFixedMs = 86'400'000.0;
 struct SimServeFlags {
   EngineFlags engine;
   serve::SimServeOptions serve;
-  std::string served_model_name;
+  std::vector<std::string> served_model_names;  // the first is reported; all are accepted
   bool no_delay = false;
   std::optional<double> fixed_ttft_ms;
   std::optional<double> fixed_itl_ms;
@@ -36,13 +37,13 @@ struct SimServeFlags {
 Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags) {
   if (flags.tokenizer == "none") return serve::make_fallback_codec();
   if (flags.tokenizer == "auto") {
-    auto codec = serve::make_tokenizer_codec(flags.engine.config.model, flags.served_model_name);
+    auto codec = serve::make_tokenizer_codec(flags.engine.config.model, flags.serve.model_name);
     if (codec) return codec;
     log::info("sim serve: no tokenizer found for model '{}' ({}); using approximate token counts",
               flags.engine.config.model, codec.error().message());
     return serve::make_fallback_codec();
   }
-  auto codec = serve::make_tokenizer_codec(flags.tokenizer, flags.served_model_name);
+  auto codec = serve::make_tokenizer_codec(flags.tokenizer, flags.serve.model_name);
   if (!codec) return std::unexpected(codec.error().with_context("--tokenizer"));
   return codec;
 }
@@ -70,8 +71,18 @@ int run(SimServeFlags& flags, bool explicit_fault_seed) {
   flags.serve.faults.error_codes = *codes;
   if (!explicit_fault_seed) flags.serve.faults.seed = flags.engine.config.seed;
   flags.serve.seed = flags.engine.config.seed;
-  if (flags.served_model_name.empty()) flags.served_model_name = flags.engine.config.model;
-  flags.serve.model_name = flags.served_model_name;
+  for (const auto& name : flags.served_model_names) {
+    if (name.empty()) {
+      return report_error(
+          Error(ErrorCode::kInvalidArgument, "--served-model-name: a name must not be empty (give one or more names)"));
+    }
+  }
+  if (flags.served_model_names.empty()) {
+    flags.serve.model_name = flags.engine.config.model;
+  } else {
+    flags.serve.model_name = flags.served_model_names.front();
+    flags.serve.model_aliases.assign(flags.served_model_names.begin() + 1, flags.served_model_names.end());
+  }
 
   const Clock& clock = steady_clock_instance();
   std::unique_ptr<sim::LiveEngine> engine;
@@ -118,7 +129,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "port to listen on (0 = a free port, printed on stdout)")->capture_default_str();
   cmd->add_option("--threads", s.threads, "event-loop threads (0 = number of cores)")->capture_default_str();
-  cmd->add_option("--served-model-name", flags->served_model_name, "model name clients send (default: --model)");
+  cmd->add_option("--served-model-name", flags->served_model_names,
+                  "model name(s) clients send (default: --model); with several, as vLLM, every one is accepted "
+                  "and the first is the one responses report");
   cmd->add_option("--tokenizer", flags->tokenizer,
                   "tokenizer.json path/dir or model name for exact token counts; 'auto' = from --model when "
                   "available, 'none' = approximate counts")

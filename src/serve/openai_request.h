@@ -2,14 +2,24 @@
 // values, with the errors a client gets back: HTTP status, OpenAI error type and a message naming
 // the field, as vLLM words them where it has a wording.
 //
-// Accepted (everything else in the body is ignored, as vLLM ignores sampling parameters it does
-// not need to honour here):
-//   completions  prompt: string | [token ids] | [one string] | [[token ids]] (one prompt only);
+// Accepted (a field not listed here is ignored, as vLLM ignores fields it does not know):
+//   completions  prompt: non-empty string | [token ids] | [one string] | [[token ids]] (one prompt
+//                only); add_special_tokens (bool, default true: the tokenizer's BOS);
 //   chat         messages: [{role, content: string | [{type:"text", text}] | null}, ...];
-//   both         model (string, optional), stream (bool), stream_options.include_usage (bool,
-//                only with stream), max_tokens (int >= 1; chat also max_completion_tokens, which
-//                wins), ignore_eos (bool), stop (string | [strings]), n (must be 1),
-//                min_tokens (int >= 0, accepted; the schedule engines always produce max_tokens).
+//                add_special_tokens (bool, default false: the chat template holds them);
+//                logprobs (bool; only false), top_logprobs (only null);
+//   both         model (string, optional), stream (bool), stream_options.include_usage and
+//                .continuous_usage_stats (bools, only with stream; per-chunk usage needs both),
+//                max_tokens (int >= 1; chat also max_completion_tokens, which wins), min_tokens
+//                (int >= 0), ignore_eos (bool), stop (string | [strings]), stop_token_ids ([ids]),
+//                include_stop_str_in_output (bool), truncate_prompt_tokens (int >= 1, or -1 =
+//                max_model_len), n (must be 1), user (string), temperature (>= 0), top_p (in
+//                (0, 1]), presence_penalty / frequency_penalty (in [-2, 2]), top_k (>= -1), min_p
+//                (in [0, 1]), repetition_penalty (> 0), seed (int);
+//   refused      logprobs (completions: a number), echo: true, prompt_logprobs (not null): the
+//                simulator produces no token probabilities and no prompt text.
+// Checks that need the served model (min_tokens <= the default max_tokens, token ids in the
+// vocabulary, truncate_prompt_tokens <= max_model_len) are the server's.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -31,17 +41,26 @@ struct ApiError {
   int status = 400;
   std::string type = "BadRequestError";
   std::string message;
+  std::string param;  // the request field at fault, "" = none (the error JSON's "param")
 };
+
+// The OpenAI error body: {"error":{"message","type","param","code"}} (param null when empty).
+std::string error_json(const ApiError& error);
 
 struct OpenAiRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::optional<std::string> model;
   bool stream = false;
   bool include_usage = false;
-  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM): usage in every chunk
-  std::optional<int64_t> max_tokens;
+  bool continuous_usage = false;      // usage in every chunk: continuous_usage_stats and include_usage (vLLM)
+  std::optional<int64_t> max_tokens;  // nullopt: the endpoint's default (the server applies it)
+  int64_t min_tokens = 0;
   bool ignore_eos = false;
   std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool include_stop_str_in_output = false;
+  bool add_special_tokens = true;                 // completions default true, chat false (vLLM)
+  std::optional<int64_t> truncate_prompt_tokens;  // k >= 1 keeps the last k tokens; -1 = max_model_len
   // Exactly one prompt form is set: text, token ids (completions) or messages (chat).
   std::optional<std::string> prompt_text;
   std::optional<std::vector<int32_t>> prompt_ids;
@@ -57,6 +76,7 @@ struct TokenizeRequest {
   std::optional<std::vector<int32_t>> prompt_ids;
   std::vector<ChatTurn> messages;  // when the body has "messages"
   bool is_chat = false;
+  bool add_special_tokens = true;  // default: true for a prompt, false for messages (vLLM)
 };
 
 std::expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body);

@@ -4,11 +4,14 @@
 #include <fmt/ranges.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <optional>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -67,12 +70,13 @@ ServerResponse json_response(int status, std::string body) {
   return response;
 }
 
-ServerResponse error_response(int status, std::string_view message, std::string_view type) {
-  return json_response(status, http::openai_error_json(status, message, type));
+ServerResponse error_response(const ApiError& error) {
+  return json_response(error.status, error_json(error));
 }
 
-ServerResponse error_response(const ApiError& error) {
-  return error_response(error.status, error.message, error.type);
+ServerResponse error_response(int status, std::string_view message, std::string_view type,
+                              std::string_view param = {}) {
+  return error_response(ApiError{status, std::string(type), std::string(message), std::string(param)});
 }
 
 std::string_view error_type_for(int status) {
@@ -175,6 +179,9 @@ struct StreamSpec {
   bool include_usage = false;
   bool continuous_usage = false;
   std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool include_stop_str = false;  // include_stop_str_in_output: the matched stop text stays in the output
+  int32_t min_tokens = 0;         // no stop (string or token id) before this many tokens
   FaultPlan faults;
   std::string id;
   int64_t created = 0;
@@ -352,8 +359,8 @@ class CompletionSource final : public http::BodySource {
   // One engine event = one SSE event carrying `tokens` tokens of text.
   void emit_event(std::string& out, int32_t tokens, bool last) {
     const auto& cycle = state_.codec->output_tokens();
-    completion_tokens_ += tokens;
-    if (spec_.stop.empty()) {
+    if (spec_.stop.empty() && spec_.stop_token_ids.empty()) {
+      completion_tokens_ += tokens;
       if (spec_.stream) {
         out += prefix_;
         for (int32_t index = 0; index < tokens; ++index) out += cycle[next_token_index()].json_text;
@@ -363,25 +370,50 @@ class CompletionSource final : public http::BodySource {
       }
       return;
     }
-    // With stop strings: check the text as it grows; cut at the first match and finish "stop".
-    // Text already sent is not held back (vLLM holds back a possible partial match; we do not).
+    // With stop strings or stop token ids: token by token, as vLLM checks them. Neither stops the
+    // request within its first min_tokens tokens, and a stop string must end in a later token (vLLM
+    // masks stop tokens, and searches stop strings only in text after min_tokens tokens). A stop
+    // token counts as generated; its text is dropped unless include_stop_str_in_output, as is the
+    // text of a stop string and everything after it. Text already sent is not held back (vLLM holds
+    // back a possible partial match; we do not).
     std::string raw;
-    for (int32_t index = 0; index < tokens; ++index) raw += cycle[next_token_index()].text;
-    size_t tail_before = tail_.size();
-    tail_ += raw;
-    for (const auto& stop : spec_.stop) {
-      size_t found = tail_.find(stop);
-      if (found == std::string::npos) continue;
-      raw.resize(found > tail_before ? found - tail_before : 0);
-      // A match that began in earlier tokens: a non-streamed response still holds that text and
-      // drops it too (a streamed one has sent it).
-      if (!spec_.stream && found < tail_before)
-        text_.resize(text_.size() - std::min(text_.size(), tail_before - found));
-      stopped_ = true;
-      stop_reason_ = stop;
-      cancel_engine();
-      break;
+    int32_t taken = 0;
+    while (taken < tokens && !stopped_) {
+      const OutputToken& token = cycle[next_token_index()];
+      const bool may_stop = generated_ >= spec_.min_tokens;
+      ++generated_;
+      ++taken;
+      if (may_stop &&
+          std::find(spec_.stop_token_ids.begin(), spec_.stop_token_ids.end(), token.id) != spec_.stop_token_ids.end()) {
+        if (spec_.include_stop_str) raw += token.text;
+        stop_with(std::to_string(token.id));
+        break;
+      }
+      raw += token.text;
+      if (spec_.stop.empty()) continue;
+      const size_t token_start = tail_.size();
+      tail_ += token.text;
+      if (!may_stop) continue;
+      for (const auto& stop : spec_.stop) {
+        // Only matches that end in this token: earlier text was searched with earlier tokens.
+        const size_t from = token_start + 1 > stop.size() ? token_start + 1 - stop.size() : 0;
+        const size_t found = tail_.find(stop, from);
+        if (found == std::string::npos) continue;
+        const size_t cut = spec_.include_stop_str ? found + stop.size() : found;  // in tail_
+        const size_t raw_start = tail_.size() - raw.size();
+        if (cut >= raw_start) {
+          raw.resize(cut - raw_start);
+        } else {
+          // The match began in an earlier event: a non-streamed response still holds that text
+          // and drops it too (a streamed one has sent it).
+          raw.clear();
+          if (!spec_.stream) text_.resize(text_.size() - std::min(text_.size(), raw_start - cut));
+        }
+        stop_with("\"" + json_escape(stop) + "\"");
+        break;
+      }
     }
+    completion_tokens_ += taken;  // a stop ends the count at its token
     if (tail_.size() > max_stop_bytes_) tail_.erase(0, tail_.size() - max_stop_bytes_);
     if (spec_.stream) {
       out += prefix_;
@@ -390,6 +422,14 @@ class CompletionSource final : public http::BodySource {
     } else {
       text_ += raw;
     }
+  }
+
+  // The request ends with finish_reason "stop" and stop_reason `reason_json` (a JSON value: the
+  // stop string, or the stop token id as a number, as vLLM reports them).
+  void stop_with(std::string reason_json) {
+    stopped_ = true;
+    stop_reason_json_ = std::move(reason_json);
+    cancel_engine();
   }
 
   // Closes a token event with `suffix` (which ends with the object's "}\n\n"). With
@@ -420,7 +460,7 @@ class CompletionSource final : public http::BodySource {
     return std::string(finish_name(finish_));
   }
 
-  std::string stop_reason_json() const { return stopped_ ? "\"" + json_escape(stop_reason_) + "\"" : "null"; }
+  std::string stop_reason_json() const { return stopped_ ? stop_reason_json_ : "null"; }
 
   std::string final_suffix(const std::string& reason) const {
     if (spec_.kind == ApiKind::kChat) {
@@ -517,7 +557,8 @@ class CompletionSource final : public http::BodySource {
   std::string tail_;
   size_t max_stop_bytes_ = 0;
   bool stopped_ = false;
-  std::string stop_reason_;
+  std::string stop_reason_json_;
+  int32_t generated_ = 0;  // tokens taken so far (for min_tokens)
   // Non-streaming text.
   std::string text_;
 };
@@ -545,6 +586,7 @@ class Router {
     };
     if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!allow({"POST"})) return not_allowed("POST");
+      if (auto refused = refuse_media_type(request)) return std::move(*refused);
       return completions(request, context, path == "/v1/chat/completions" ? ApiKind::kChat : ApiKind::kCompletion);
     }
     if (path == "/health") {
@@ -569,6 +611,7 @@ class Router {
     }
     if (path == "/tokenize") {
       if (!allow({"POST"})) return not_allowed("POST");
+      if (auto refused = refuse_media_type(request)) return std::move(*refused);
       return tokenize(request);
     }
     if (path == "/start_profile" || path == "/stop_profile") {
@@ -583,12 +626,44 @@ class Router {
   }
 
  private:
+  // One card per served name, as vLLM lists each --served-model-name.
   ServerResponse models() {
-    std::string model = json_escape(state_.options.model_name);
-    return json_response(
-        200, fmt::format(R"({{"object":"list","data":[{{"id":"{}","object":"model","created":{},"owned_by":"ixbench",)"
-                         R"("root":"{}","parent":null,"max_model_len":{},"permission":[]}}]}})",
-                         model, static_cast<int64_t>(std::time(nullptr)), model, state_.engine->max_model_len()));
+    const std::string root = json_escape(state_.options.model_name);
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    std::string body = R"({"object":"list","data":[)";
+    auto card = [&](const std::string& name) {
+      if (body.back() == '}') body += ',';
+      body += fmt::format(R"({{"id":"{}","object":"model","created":{},"owned_by":"ixbench",)"
+                          R"("root":"{}","parent":null,"max_model_len":{},"permission":[]}})",
+                          json_escape(name), created, root, state_.engine->max_model_len());
+    };
+    card(state_.options.model_name);
+    for (const auto& alias : state_.options.model_aliases) card(alias);
+    body += "]}";
+    return json_response(200, std::move(body));
+  }
+
+  bool serves_model(const std::string& name) const {
+    if (name == state_.options.model_name) return true;
+    const auto& aliases = state_.options.model_aliases;
+    return std::find(aliases.begin(), aliases.end(), name) != aliases.end();
+  }
+
+  // vLLM's validate_json_request: a body declared as anything but JSON is refused. A request
+  // without Content-Type is read as JSON (curl users often leave it out).
+  static std::optional<ServerResponse> refuse_media_type(const http::ServerRequest& request) {
+    const std::string* content_type = request.header("content-type");
+    if (content_type == nullptr) return std::nullopt;
+    std::string media(std::string_view(*content_type).substr(0, content_type->find(';')));
+    while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.pop_back();
+    while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.erase(0, 1);
+    for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (media == "application/json") return std::nullopt;
+    return error_response(415,
+                          fmt::format("Unsupported Media Type: Only 'application/json' is allowed (the request's "
+                                      "Content-Type is '{}'; send 'Content-Type: application/json')",
+                                      *content_type),
+                          "UnsupportedMediaTypeError");
   }
 
   ServerResponse profile(bool start) {
@@ -613,19 +688,33 @@ class Router {
     return response;
   }
 
-  // Token ids of a prompt: given ids as they are, text and chat messages through the codec.
+  // Token ids of a prompt: given ids as they are (each must be in the tokenizer's vocabulary when
+  // one is loaded), text and chat messages through the codec.
   std::expected<std::vector<int32_t>, ApiError> prompt_ids(const std::optional<std::string>& text,
                                                            const std::optional<std::vector<int32_t>>& ids,
-                                                           const std::vector<ChatTurn>& messages, bool chat) {
+                                                           const std::vector<ChatTurn>& messages, bool chat,
+                                                           bool add_special_tokens) {
     std::vector<int32_t> out;
     if (chat) {
       auto rendered = state_.codec->render_chat(messages);
-      if (!rendered) return std::unexpected(ApiError{400, "BadRequestError", rendered.error().message()});
-      state_.codec->encode(*rendered, false, out);
+      if (!rendered) return std::unexpected(ApiError{400, "BadRequestError", rendered.error().message(), "messages"});
+      state_.codec->encode(*rendered, add_special_tokens, out);
     } else if (ids) {
+      if (auto vocab = state_.codec->vocab_size()) {
+        for (int32_t id : *ids) {
+          if (id >= *vocab) {
+            return std::unexpected(ApiError{
+                400, "BadRequestError",
+                fmt::format("Token id {} is out of vocabulary: the served model's tokenizer has ids 0..{} (field "
+                            "'prompt')",
+                            id, *vocab - 1),
+                "prompt"});
+          }
+        }
+      }
       out = *ids;
     } else if (text) {
-      state_.codec->encode(*text, true, out);
+      state_.codec->encode(*text, add_special_tokens, out);
     }
     return out;
   }
@@ -633,7 +722,8 @@ class Router {
   ServerResponse tokenize(const http::ServerRequest& request) {
     auto parsed = parse_tokenize_request(request.body);
     if (!parsed) return error_response(parsed.error());
-    auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat);
+    auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat,
+                          parsed->add_special_tokens);
     if (!ids) return error_response(ids.error());
     std::string body = fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}]}})", ids->size(),
                                    state_.engine->max_model_len(), fmt::join(*ids, ","));
@@ -643,13 +733,31 @@ class Router {
   ServerResponse completions(const http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {
     auto parsed = parse_openai_request(request.body, kind);
     if (!parsed) return error_response(parsed.error());
-    if (parsed->model && *parsed->model != state_.options.model_name) {
-      return error_response(404, fmt::format("The model `{}` does not exist.", *parsed->model), "NotFoundError");
+    if (parsed->model && !serves_model(*parsed->model)) {
+      return error_response(404, fmt::format("The model `{}` does not exist.", *parsed->model), "NotFoundError",
+                            "model");
     }
-    auto ids_or = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, kind == ApiKind::kChat);
+    auto ids_or = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, kind == ApiKind::kChat,
+                             parsed->add_special_tokens);
     if (!ids_or) return error_response(ids_or.error());
     std::vector<int32_t> ids = std::move(*ids_or);
     const int64_t max_model_len = state_.engine->max_model_len();
+    if (parsed->truncate_prompt_tokens) {
+      // vLLM: k keeps the last k prompt tokens; -1 means max_model_len.
+      const int64_t keep = *parsed->truncate_prompt_tokens == -1 ? max_model_len : *parsed->truncate_prompt_tokens;
+      if (keep > max_model_len) {
+        return error_response(400,
+                              fmt::format("truncate_prompt_tokens value ({}) is greater than max_model_len ({}). "
+                                          "Please, select a smaller truncation size.",
+                                          keep, max_model_len),
+                              "BadRequestError", "truncate_prompt_tokens");
+      }
+      if (static_cast<int64_t>(ids.size()) > keep) ids.erase(ids.begin(), ids.end() - keep);
+    }
+    if (ids.empty()) {
+      return error_response(400, "The prompt cannot be empty: it encodes to no tokens", "BadRequestError",
+                            kind == ApiKind::kChat ? "messages" : "prompt");
+    }
     const auto prompt_len = static_cast<int64_t>(ids.size());
     if (prompt_len >= max_model_len) {
       return error_response(400,
@@ -659,6 +767,12 @@ class Router {
                             "BadRequestError");
     }
     int64_t max_tokens = parsed->max_tokens.value_or(kind == ApiKind::kChat ? max_model_len - prompt_len : 16);
+    if (parsed->min_tokens > max_tokens) {
+      return error_response(400,
+                            fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}.", max_tokens,
+                                        parsed->min_tokens),
+                            "BadRequestError", "min_tokens");
+    }
     if (prompt_len + max_tokens > max_model_len) {
       return error_response(
           400,
@@ -670,6 +784,9 @@ class Router {
 
     FaultPlan plan = state_.faults.plan(static_cast<int32_t>(max_tokens));
     if (plan.any()) state_.metrics.count_fault();
+    // A short fault is an early natural stop, which min_tokens rules out before min_tokens tokens.
+    if (plan.short_tokens != 0)
+      plan.short_tokens = std::max(plan.short_tokens, static_cast<int32_t>(parsed->min_tokens));
     if (plan.error_status != 0) {
       return error_response(plan.error_status,
                             fmt::format("injected fault: HTTP {} (--fault-error-rate)", plan.error_status),
@@ -684,6 +801,9 @@ class Router {
     spec.include_usage = parsed->include_usage;
     spec.continuous_usage = parsed->continuous_usage;
     spec.stop = parsed->stop;
+    spec.stop_token_ids = parsed->stop_token_ids;
+    spec.include_stop_str = parsed->include_stop_str_in_output;
+    spec.min_tokens = static_cast<int32_t>(parsed->min_tokens);
     spec.faults = plan;
     spec.id = fmt::format("{}-{:016x}{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);
     spec.created = static_cast<int64_t>(std::time(nullptr));
@@ -699,6 +819,8 @@ class Router {
     generation.prompt_token_ids = std::move(ids);
     generation.max_tokens = static_cast<int32_t>(plan.short_tokens != 0 ? plan.short_tokens : max_tokens);
     generation.ignore_eos = parsed->ignore_eos;
+    generation.min_tokens = static_cast<int32_t>(std::min<int64_t>(parsed->min_tokens, generation.max_tokens));
+    if (!parsed->max_tokens) generation.natural_max_tokens = kDefaultBudgetNaturalMaxTokens;
     if (parsed->user) generation.session_id = fnv1a64(*parsed->user);
     auto engine_error = [](const Error& error) {
       const bool invalid = error.code() == ErrorCode::kInvalidArgument;

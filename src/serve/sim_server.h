@@ -10,8 +10,12 @@
 //   GET  /v1/models, /health (503 while --fault-health-delay-ms runs), /metrics (Prometheus,
 //        vLLM names), /version;  POST /tokenize;  POST|GET /start_profile, /stop_profile (record a
 //        profiling window, 200).
-//   Bad requests get 400 with OpenAI error JSON; unknown model 404; unknown path 404; wrong
-//   method 405.
+//   Bad requests get 400 with OpenAI error JSON naming the field in "param"; unknown model 404;
+//   unknown path 404; wrong method 405; a body whose Content-Type is not application/json 415
+//   (a missing Content-Type is accepted).
+//   Stop strings and stop_token_ids are matched on the output tokens (text and ids), not before
+//   min_tokens tokens (vLLM); without max_tokens a chat request's budget is max_model_len - prompt
+//   but the cost model's natural length is drawn as for kDefaultBudgetNaturalMaxTokens tokens.
 //
 // Tokens come from the engine as TokenEvents on the engine's thread; the front queues them per
 // request (run-length, so a burst costs O(1) memory) and wakes the connection, which renders every
@@ -28,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "serve/fault_injector.h"
@@ -36,12 +41,21 @@
 
 namespace ix::serve {
 
+// When a request leaves max_tokens to its default budget (chat: max_model_len - prompt, often
+// 100k+ tokens), the cost model draws the natural EOS length from [512, 1024] (its usual rule,
+// uniform in [cap / 2, cap], with this cap) instead of the second half of the budget, which made
+// a "Hi" stream for minutes. ignore_eos still generates the whole budget.
+inline constexpr int32_t kDefaultBudgetNaturalMaxTokens = 1024;
+
 struct SimServeOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   int threads = 0;                         // event-loop threads; 0 = number of cores
   std::string model_name = "ixbench-sim";  // the served model name (/v1/models, "model" fields)
-  uint64_t seed = 0;                       // response ids and output text offsets
+  // Further names (vLLM's --served-model-name takes several; the first is model_name, the one
+  // responses report): each is accepted in a request's "model" and listed by /v1/models.
+  std::vector<std::string> model_aliases;
+  uint64_t seed = 0;  // response ids and output text offsets
   FaultOptions faults;
   int64_t request_timeout_ms = 30000;
   int64_t idle_timeout_ms = 300000;

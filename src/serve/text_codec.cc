@@ -76,6 +76,7 @@ class FallbackCodec final : public TextCodec {
   Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override { return plain_chat(messages); }
 
   bool exact() const override { return false; }
+  std::optional<int32_t> vocab_size() const override { return std::nullopt; }
   std::string description() const override {
     return "approximate token counts (no tokenizer: whitespace-led pieces of at most 4 bytes; pass --tokenizer "
            "for exact counts)";
@@ -108,6 +109,7 @@ class TokenizerCodec final : public TextCodec {
   }
 
   bool exact() const override { return true; }
+  std::optional<int32_t> vocab_size() const override { return tokenizer_->vocab_size(); }
   std::string description() const override {
     return fmt::format("exact token counts (tokenizer {}; chat template {})", tokenizer_->source(),
                        chat_ ? std::string(tok::chat_family_name(chat_->family())) : "none: plain role format");

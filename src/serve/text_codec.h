@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,9 @@ class TextCodec {
   virtual Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const = 0;
   // Whether prompt counts are the served model's exact counts.
   virtual bool exact() const = 0;
+  // One more than the largest token id the model knows (a token-id prompt must stay below it);
+  // nullopt when there is no real vocabulary (the approximate codec accepts any id).
+  virtual std::optional<int32_t> vocab_size() const = 0;
   // One line for logs and /v1/models ("tokenizer deepseek_v3 (exact)" / "approximate ...").
   virtual std::string description() const = 0;
   // The output token cycle (never empty).

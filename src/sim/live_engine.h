@@ -22,8 +22,16 @@ struct GenerationRequest {
   // The exact prompt tokens. Prefix caching keys full KV blocks by hash(parent, block tokens).
   std::vector<int32_t> prompt_token_ids;
   int32_t max_tokens = 16;
-  // When false the engine may finish before max_tokens (a seeded "natural" EOS length).
+  // When false the engine may finish before max_tokens: a seeded "natural" EOS length, uniform in
+  // [max(1, cap / 2), cap] where cap = natural_max_tokens (when > 0 and below max_tokens) else
+  // max_tokens, then raised to min_tokens. When true, exactly max_tokens.
   bool ignore_eos = false;
+  // vLLM's min_tokens: no natural EOS before this many tokens. 0 <= min_tokens <= max_tokens.
+  int32_t min_tokens = 0;
+  // The upper end of the natural length's draw when it should not scale with max_tokens (the front
+  // sets it when max_tokens is a default budget, e.g. a chat request's max_model_len - prompt, not
+  // a length the client asked for). 0 = max_tokens.
+  int32_t natural_max_tokens = 0;
   // Routing hint for data-parallel attention (session-sticky); nullopt = least loaded.
   std::optional<uint64_t> session_id;
 };

@@ -1,4 +1,6 @@
 // The wall-clock driver: the engine core on its own thread, stepping when steps are due.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -45,13 +47,22 @@ class LiveEngineImpl final : public LiveEngine {
     core_request.block_hashes = prompt_block_hashes(request.prompt_token_ids, block_size_);
     core_request.max_tokens = request.max_tokens;
     core_request.session_id = request.session_id;
+    if (request.min_tokens < 0 || request.min_tokens > request.max_tokens || request.natural_max_tokens < 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("min_tokens must be in [0, max_tokens={}] and natural_max_tokens >= 0, got {} and {}",
+                              request.max_tokens, request.min_tokens, request.natural_max_tokens));
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (request.ignore_eos || request.max_tokens <= 1) {
       core_request.output_tokens = request.max_tokens;
     } else {
-      // A natural end of sequence somewhere in the second half of the budget (seeded).
-      core_request.output_tokens =
-          int32_t(eos_rng_.uniform_int(std::max(1, request.max_tokens / 2), request.max_tokens));
+      // A natural end of sequence somewhere in the second half of the cap (seeded), never before
+      // min_tokens (vLLM masks EOS until then).
+      const int32_t cap = request.natural_max_tokens > 0 ? std::min(request.natural_max_tokens, request.max_tokens)
+                                                         : request.max_tokens;
+      const int32_t low = std::max({1, cap / 2, request.min_tokens});
+      const int32_t high = std::max(cap, low);
+      core_request.output_tokens = int32_t(eos_rng_.uniform_int(low, high));
     }
     core_request.arrival_ns = std::max(clock_.now_ns(), core_->now_ns());
     auto id = core_->submit(std::move(core_request));

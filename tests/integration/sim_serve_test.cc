@@ -117,6 +117,50 @@ TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
             std::string::npos);
 }
 
+TEST(SimServe, ChatWithoutMaxTokensEndsAtARealisticNaturalLength) {
+  // Without max_tokens a chat request's budget is max_model_len - prompt (vLLM); the natural EOS
+  // was drawn in the second half of that budget, so a "Hi" streamed 65k+ tokens (minutes). It is
+  // now drawn as for a 1024-token budget: [512, 1024].
+  auto server = start({"--model", "gpt-oss-120b", "--hardware", "b200", "--tp", "8", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  auto response =
+      request(*server, make_post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"Hi"}]})"), 60.0);
+  ASSERT_EQ(response.status, 200) << response.body;
+  const std::string key = "\"completion_tokens\":";
+  const size_t at = response.body.find(key);
+  ASSERT_NE(at, std::string::npos) << response.body;
+  const int completion = std::stoi(response.body.substr(at + key.size()));
+  EXPECT_GE(completion, 512);
+  EXPECT_LE(completion, 1024);
+  EXPECT_NE(response.body.find("\"finish_reason\":\"stop\""), std::string::npos) << response.body;
+  // min_tokens still holds (and ignore_eos still means the whole budget, max_tokens here).
+  auto held = request(*server,
+                      make_post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"Hi"}],)"
+                                                        R"("min_tokens":1100})"),
+                      60.0);
+  EXPECT_NE(held.body.find("\"completion_tokens\":1100,"), std::string::npos) << held.body;
+}
+
+TEST(SimServe, ServedModelNameTakesSeveralNames) {
+  // vLLM's --served-model-name is nargs '+': every name is accepted, the first is reported.
+  auto server =
+      start({"--no-delay", "--tokenizer", "none", "--served-model-name", "first", "second", "--threads", "1"});
+  ASSERT_TRUE(server);
+  auto response = request(*server, make_post("/v1/completions", R"({"model":"second","prompt":"x","max_tokens":2})"));
+  EXPECT_EQ(response.status, 200) << response.body;
+  EXPECT_NE(response.body.find("\"model\":\"first\""), std::string::npos) << response.body;
+  EXPECT_EQ(request(*server, make_post("/v1/completions", R"({"model":"first","prompt":"x","max_tokens":2})")).status,
+            200);
+  EXPECT_EQ(request(*server, make_post("/v1/completions", R"({"model":"third","prompt":"x","max_tokens":2})")).status,
+            404);
+  auto models = request(*server, make_get("/v1/models")).body;
+  EXPECT_NE(models.find("\"id\":\"first\""), std::string::npos) << models;
+  EXPECT_NE(models.find("\"id\":\"second\""), std::string::npos) << models;
+  auto empty = run_ixbench({"sim", "serve", "--no-delay", "--port", "0", "--served-model-name", ""}, "", 20.0);
+  EXPECT_EQ(empty.exit_code, 1) << empty.err;
+  EXPECT_NE(empty.err.find("--served-model-name"), std::string::npos) << empty.err;
+}
+
 TEST(SimServe, FaultFlagsReachTheServer) {
   auto server = start({"--no-delay", "--tokenizer", "none", "--fault-seed", "3", "--fault-error-rate", "1",
                        "--fault-error-codes", "429", "--fault-health-delay-ms", "60000"});

@@ -89,6 +89,158 @@ TEST(OpenAiRequest, BadRequestsGet400WithAMessageNamingTheProblem) {
   }
 }
 
+TEST(OpenAiRequest, LogprobsEchoAndPromptLogprobsAreRefusedNamingTheField) {
+  // The simulator has no token probabilities: these were silently answered with "logprobs": null.
+  struct Case {
+    const char* body;
+    ApiKind kind;
+    const char* param;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {R"({"prompt":"x","logprobs":5})", ApiKind::kCompletion, "logprobs", "does not produce logprobs"},
+      {R"({"prompt":"x","logprobs":0})", ApiKind::kCompletion, "logprobs", "\"logprobs\": null"},
+      {R"({"prompt":"x","logprobs":true})", ApiKind::kCompletion, "logprobs", "an integer or null"},
+      {R"({"prompt":"x","echo":true})", ApiKind::kCompletion, "echo", "echo"},
+      {R"({"prompt":"x","echo":"no"})", ApiKind::kCompletion, "echo", "'echo' must be a boolean"},
+      {R"({"prompt":"x","prompt_logprobs":1})", ApiKind::kCompletion, "prompt_logprobs", "prompt logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", ApiKind::kChat, "logprobs",
+       "does not produce logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":1})", ApiKind::kChat, "logprobs",
+       "'logprobs' must be a boolean"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":0})", ApiKind::kChat, "top_logprobs",
+       "\"top_logprobs\": null"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":false,"top_logprobs":5})", ApiKind::kChat,
+       "top_logprobs", "does not produce logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"echo":true})", ApiKind::kChat, "echo", "echo"},
+  };
+  for (const auto& test_case : cases) {
+    auto parsed = parse_openai_request(test_case.body, test_case.kind);
+    ASSERT_FALSE(parsed) << test_case.body;
+    EXPECT_EQ(parsed.error().status, 400) << test_case.body;
+    EXPECT_EQ(parsed.error().param, test_case.param) << test_case.body;
+    EXPECT_NE(parsed.error().message.find(test_case.expected), std::string::npos)
+        << test_case.body << " -> " << parsed.error().message;
+  }
+  // What benchmark clients send stays accepted.
+  EXPECT_TRUE(parse_openai_request(R"({"prompt":"x","logprobs":null,"echo":false})", ApiKind::kCompletion));
+  EXPECT_TRUE(parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":false,)"
+                                   R"("top_logprobs":null,"echo":false})",
+                                   ApiKind::kChat));
+  EXPECT_TRUE(parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":null})", ApiKind::kChat));
+}
+
+TEST(OpenAiRequest, SamplingParametersOutsideVllmsRangesAreRefused) {
+  struct Case {
+    const char* fields;
+    const char* param;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {R"("temperature":-0.5)", "temperature", "temperature must be non-negative, got -0.5."},
+      {R"("top_p":0)", "top_p", "top_p must be in (0, 1], got 0."},
+      {R"("top_p":1.5)", "top_p", "top_p must be in (0, 1], got 1.5."},
+      {R"("presence_penalty":2.5)", "presence_penalty", "presence_penalty must be in [-2, 2], got 2.5."},
+      {R"("frequency_penalty":-3)", "frequency_penalty", "frequency_penalty must be in [-2, 2], got -3."},
+      {R"("repetition_penalty":0)", "repetition_penalty", "greater than zero"},
+      {R"("min_p":1.5)", "min_p", "min_p must be in [0, 1]"},
+      {R"("top_k":-2)", "top_k", "top_k must be 0 (disable), or at least 1, got -2."},
+      {R"("top_k":1.5)", "top_k", "'top_k' must be an integer"},
+      {R"("seed":"s")", "seed", "'seed' must be an integer"},
+      {R"("top_p":"high")", "top_p", "'top_p' must be a number"},
+  };
+  for (const auto& test_case : cases) {
+    for (ApiKind kind : {ApiKind::kCompletion, ApiKind::kChat}) {
+      const std::string prompt =
+          kind == ApiKind::kCompletion ? R"("prompt":"x",)" : R"("messages":[{"role":"user","content":"x"}],)";
+      const std::string body = "{" + prompt + test_case.fields + "}";
+      auto parsed = parse_openai_request(body, kind);
+      ASSERT_FALSE(parsed) << body;
+      EXPECT_EQ(parsed.error().status, 400);
+      EXPECT_EQ(parsed.error().param, test_case.param) << body;
+      EXPECT_NE(parsed.error().message.find(test_case.expected), std::string::npos)
+          << body << " -> " << parsed.error().message;
+    }
+  }
+  // The edges of the ranges are valid.
+  EXPECT_TRUE(parse_openai_request(R"({"prompt":"x","temperature":0,"top_p":1,"presence_penalty":-2,)"
+                                   R"("frequency_penalty":2,"top_k":-1,"min_p":0,"repetition_penalty":1.1,"seed":3})",
+                                   ApiKind::kCompletion));
+}
+
+TEST(OpenAiRequest, ContinuousUsageStatsNeedsIncludeUsage) {
+  // vLLM sends per-chunk usage only when include_usage and continuous_usage_stats are both true.
+  auto alone = parse_openai_request(R"({"prompt":"x","stream":true,"stream_options":{"continuous_usage_stats":true}})",
+                                    ApiKind::kCompletion);
+  ASSERT_TRUE(alone);
+  EXPECT_FALSE(alone->continuous_usage);
+  EXPECT_FALSE(alone->include_usage);
+  auto both = parse_openai_request(
+      R"({"prompt":"x","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}})",
+      ApiKind::kCompletion);
+  ASSERT_TRUE(both);
+  EXPECT_TRUE(both->continuous_usage);
+}
+
+TEST(OpenAiRequest, MinTokensStopTokenIdsTruncationAndSpecialTokens) {
+  auto parsed = parse_openai_request(
+      R"({"prompt":"x","max_tokens":10,"min_tokens":4,"stop_token_ids":[7,9],"include_stop_str_in_output":true,)"
+      R"("add_special_tokens":false,"truncate_prompt_tokens":3})",
+      ApiKind::kCompletion);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->min_tokens, 4);
+  EXPECT_EQ(parsed->stop_token_ids, (std::vector<int32_t>{7, 9}));
+  EXPECT_TRUE(parsed->include_stop_str_in_output);
+  EXPECT_FALSE(parsed->add_special_tokens);
+  EXPECT_EQ(parsed->truncate_prompt_tokens, 3);
+  // Defaults: completions add special tokens, chat does not (its template holds them).
+  EXPECT_TRUE(parse_openai_request(R"({"prompt":"x"})", ApiKind::kCompletion)->add_special_tokens);
+  EXPECT_FALSE(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"x"}]})", ApiKind::kChat)->add_special_tokens);
+  EXPECT_EQ(parse_openai_request(R"({"prompt":"x","truncate_prompt_tokens":-1})", ApiKind::kCompletion)
+                ->truncate_prompt_tokens,
+            -1);
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt":"x","add_special_tokens":false})")->add_special_tokens);
+  EXPECT_TRUE(parse_tokenize_request(R"({"prompt":"x"})")->add_special_tokens);
+
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {R"({"prompt":"x","max_tokens":5,"min_tokens":6})", "min_tokens",
+       "min_tokens must be less than or equal to max_tokens=5, got 6."},
+      {R"({"prompt":"x","min_tokens":-1})", "min_tokens", "min_tokens must be greater than or equal to 0, got -1."},
+      {R"({"prompt":"x","stop_token_ids":[1,"a"]})", "stop_token_ids", "'stop_token_ids' must be an array"},
+      {R"({"prompt":"x","stop_token_ids":[-3]})", "stop_token_ids", "outside [0, 2^31)"},
+      {R"({"prompt":"x","stop_token_ids":5})", "stop_token_ids", "'stop_token_ids' must be an array"},
+      {R"({"prompt":"x","include_stop_str_in_output":1})", "include_stop_str_in_output", "must be a boolean"},
+      {R"({"prompt":"x","add_special_tokens":"no"})", "add_special_tokens", "must be a boolean"},
+      {R"({"prompt":"x","truncate_prompt_tokens":0})", "truncate_prompt_tokens",
+       "truncate_prompt_tokens must be an integer >= 1 or -1, got 0."},
+      {R"({"prompt":"x","truncate_prompt_tokens":-2})", "truncate_prompt_tokens", ">= 1 or -1, got -2."},
+      {R"({"prompt":"x","stop":""})", "stop", "stop cannot contain an empty string."},
+      {R"({"prompt":"x","stop":["a",""]})", "stop", "stop cannot contain an empty string."},
+      {R"({"prompt":""})", "prompt", "'prompt' must not be empty"},
+      {R"({"prompt":[""]})", "prompt", "'prompt' must not be empty"},
+  };
+  for (const auto& test_case : cases) {
+    auto refused = parse_openai_request(test_case.body, ApiKind::kCompletion);
+    ASSERT_FALSE(refused) << test_case.body;
+    EXPECT_EQ(refused.error().param, test_case.param) << test_case.body;
+    EXPECT_NE(refused.error().message.find(test_case.expected), std::string::npos)
+        << test_case.body << " -> " << refused.error().message;
+  }
+}
+
+TEST(OpenAiRequest, ErrorJsonNamesTheParam) {
+  EXPECT_EQ(error_json(ApiError{400, "BadRequestError", "bad \"x\"", "top_p"}),
+            R"({"error":{"message":"bad \"x\"","type":"BadRequestError","param":"top_p","code":400}})");
+  EXPECT_EQ(error_json(ApiError{404, "NotFoundError", "no", ""}),
+            R"({"error":{"message":"no","type":"NotFoundError","param":null,"code":404}})");
+}
+
 TEST(OpenAiRequest, MalformedJsonErrorCarriesLineAndColumn) {
   auto parsed = parse_openai_request("{\n  \"prompt\": \"x\",,\n}", ApiKind::kCompletion);
   ASSERT_FALSE(parsed);

@@ -32,7 +32,8 @@ struct Server {
   std::unique_ptr<SimServer> server;
 
   explicit Server(Mode mode = Mode::kNoDelay, FaultOptions faults = {}, double ttft_ms = 30, double itl_ms = 10,
-                  int32_t max_model_len = 4096) {
+                  int32_t max_model_len = 4096, std::unique_ptr<TextCodec> codec = nullptr,
+                  std::vector<std::string> aliases = {}) {
     const Clock& clock = steady_clock_instance();
     std::unique_ptr<sim::LiveEngine> engine;
     if (mode == Mode::kNoDelay) {
@@ -45,7 +46,8 @@ struct Server {
     options.threads = 2;
     options.model_name = "test-model";
     options.faults = faults;
-    auto started = SimServer::start(options, std::move(engine), make_fallback_codec());
+    options.model_aliases = std::move(aliases);
+    auto started = SimServer::start(options, std::move(engine), codec ? std::move(codec) : make_fallback_codec());
     EXPECT_TRUE(started) << started.error().message();
     server = std::move(*started);
   }
@@ -70,7 +72,9 @@ bj::object parse_object(const std::string& text) {
   return value.is_object() ? value.as_object() : bj::object();
 }
 
-void expect_openai_error(const RawResponse& response, int status, const std::string& message_part) {
+// `param`: the request field the error names ("" = not checked; "null" = none named).
+void expect_openai_error(const RawResponse& response, int status, const std::string& message_part,
+                         const std::string& param = "") {
   EXPECT_EQ(response.status, status) << response.body;
   EXPECT_EQ(response.header("content-type"), "application/json");
   auto object = parse_object(response.body);
@@ -78,7 +82,12 @@ void expect_openai_error(const RawResponse& response, int status, const std::str
   const auto& error = object.at("error").as_object();
   EXPECT_EQ(error.at("code").as_int64(), status);
   EXPECT_TRUE(error.at("type").is_string());
-  EXPECT_TRUE(error.at("param").is_null());
+  EXPECT_TRUE(error.at("param").is_null() || error.at("param").is_string()) << response.body;
+  if (param == "null") {
+    EXPECT_TRUE(error.at("param").is_null()) << response.body;
+  } else if (!param.empty()) {
+    EXPECT_TRUE(error.at("param").is_string() && error.at("param").as_string() == param) << response.body;
+  }
   EXPECT_NE(std::string(error.at("message").as_string()).find(message_part), std::string::npos) << response.body;
 }
 
@@ -290,6 +299,208 @@ TEST(SimServer, BadRequestsGet400OpenAiErrors) {
                       "maximum context length");
   expect_openai_error(server.post("/v1/completions", R"({"model":"other","prompt":"x"})"), 404,
                       "The model `other` does not exist.");
+}
+
+TEST(SimServer, LogprobsEchoAndOutOfRangeSamplingAreRefusedNamingTheParam) {
+  // These were answered 200 with "logprobs": null / no prompt text, or sampled "as if" valid.
+  Server server;
+  const std::string chat = R"("messages":[{"role":"user","content":"hi"}])";
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","logprobs":1})"), 400,
+                      "does not produce logprobs", "logprobs");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","echo":true})"), 400, "echo", "echo");
+  expect_openai_error(server.post("/v1/chat/completions", "{" + chat + R"(,"logprobs":true})"), 400,
+                      "does not produce logprobs", "logprobs");
+  expect_openai_error(server.post("/v1/chat/completions", "{" + chat + R"(,"logprobs":"yes"})"), 400,
+                      "'logprobs' must be a boolean", "logprobs");
+  expect_openai_error(server.post("/v1/chat/completions", "{" + chat + R"(,"top_logprobs":2})"), 400, "top_logprobs",
+                      "top_logprobs");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","temperature":-1})"), 400,
+                      "temperature must be non-negative", "temperature");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","top_p":0})"), 400, "top_p must be in (0, 1]",
+                      "top_p");
+  expect_openai_error(server.post("/v1/chat/completions", "{" + chat + R"(,"presence_penalty":3})"), 400,
+                      "presence_penalty must be in [-2, 2]", "presence_penalty");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":""})"), 400, "must not be empty", "prompt");
+  // Completions default to max_tokens 16: a larger min_tokens is refused, as vLLM does.
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","min_tokens":20})"), 400,
+                      "min_tokens must be less than or equal to max_tokens=16, got 20.", "min_tokens");
+  // What benchmark clients send is still served.
+  EXPECT_EQ(server.post("/v1/completions", R"({"prompt":"x","max_tokens":2,"logprobs":null,"echo":false})").status,
+            200);
+  EXPECT_EQ(server.post("/v1/chat/completions", "{" + chat + R"(,"max_tokens":2,"logprobs":false,"top_logprobs":null})")
+                .status,
+            200);
+}
+
+TEST(SimServer, ContinuousUsageStatsWithoutIncludeUsageSendsNoUsage) {
+  // vLLM puts usage in every chunk only when include_usage is true too; this sent it regardless.
+  Server server;
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":4,"stream":true,)"
+                                                 R"("stream_options":{"continuous_usage_stats":true}})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_EQ(lines.size(), 5u);  // 4 tokens, [DONE]: no usage chunk either
+  for (size_t index = 0; index < 4; ++index) EXPECT_FALSE(parse_object(lines[index]).contains("usage")) << lines[index];
+}
+
+// The id of " the" under the approximate codec: a single piece, and frequent in the output passage.
+int64_t id_of_the(Server& server) {
+  auto tokens = parse_object(server.post("/tokenize", R"({"prompt":" the"})").body);
+  EXPECT_EQ(tokens.at("count").as_int64(), 1);
+  return tokens.at("tokens").as_array().at(0).as_int64();
+}
+
+int64_t token_count(Server& server, const std::string& text) {
+  if (text.empty()) return 0;
+  bj::object body{{"prompt", text}};
+  return parse_object(server.post("/tokenize", bj::serialize(body)).body).at("count").as_int64();
+}
+
+TEST(SimServer, StopTokenIdsEndTheRequestLikeVllm) {
+  // stop_token_ids used to be ignored (the request ran to max_tokens, finish "length").
+  Server server;
+  const int64_t the = id_of_the(server);
+  for (bool include : {false, true}) {
+    const std::string body = R"({"prompt":"x","max_tokens":3000,"ignore_eos":true,"stop_token_ids":[)" +
+                             std::to_string(the) + R"(],"include_stop_str_in_output":)" + (include ? "true" : "false") +
+                             "}";
+    auto object = parse_object(server.post("/v1/completions", body).body);
+    const auto& choice = object.at("choices").as_array().at(0).as_object();
+    EXPECT_EQ(choice.at("finish_reason").as_string(), "stop");
+    ASSERT_TRUE(choice.at("stop_reason").is_int64()) << object;
+    EXPECT_EQ(choice.at("stop_reason").as_int64(), the);  // vLLM reports the token id
+    const std::string text(choice.at("text").as_string());
+    const int64_t completion = object.at("usage").as_object().at("completion_tokens").as_int64();
+    EXPECT_LT(completion, 3000);
+    // The stop token is counted; its text is in the output only with include_stop_str_in_output.
+    EXPECT_EQ(text.ends_with(" the"), include) << text;
+    EXPECT_EQ(token_count(server, text), include ? completion : completion - 1) << text;
+  }
+  // Streamed: the last token chunk carries the reason.
+  auto response =
+      server.post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":3000,)"
+                                          R"("stream":true,"stop_token_ids":[)" +
+                                              std::to_string(the) + "]}");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_GE(lines.size(), 3u);
+  const auto last_chunk = parse_object(lines[lines.size() - 2]);
+  const auto& last = last_chunk.at("choices").as_array().at(0).as_object();
+  EXPECT_EQ(last.at("finish_reason").as_string(), "stop");
+  EXPECT_EQ(last.at("stop_reason").as_int64(), the);
+}
+
+TEST(SimServer, IncludeStopStrInOutputKeepsTheMatchedStopString) {
+  Server server;
+  for (const char* endpoint : {"/v1/completions", "/v1/chat/completions"}) {
+    const bool chat = std::string(endpoint).find("chat") != std::string::npos;
+    const std::string prompt = chat ? R"("messages":[{"role":"user","content":"x"}])" : R"("prompt":"x")";
+    auto object = parse_object(
+        server.post(endpoint, "{" + prompt + R"(,"max_tokens":3000,"stop":[" the"],"include_stop_str_in_output":true})")
+            .body);
+    const auto& choice = object.at("choices").as_array().at(0).as_object();
+    const std::string text(chat ? choice.at("message").at("content").as_string() : choice.at("text").as_string());
+    EXPECT_EQ(choice.at("finish_reason").as_string(), "stop");
+    EXPECT_EQ(choice.at("stop_reason").as_string(), " the");
+    EXPECT_TRUE(text.ends_with(" the")) << endpoint << ": " << text;
+    EXPECT_EQ(text.find(" the"), text.size() - 4) << "the first match ends the text: " << text;
+  }
+}
+
+TEST(SimServer, MinTokensHoldsBackStopStringsAndStopTokenIds) {
+  // vLLM neither matches stop strings nor samples stop tokens within the first min_tokens tokens.
+  // " the" occurs at least every ~70 tokens of the output passage, so without min_tokens both stop
+  // well before 150.
+  Server server;
+  const int64_t the = id_of_the(server);
+  for (const std::string& stop :
+       std::vector<std::string>{R"("stop":[" the"])", R"("stop_token_ids":[)" + std::to_string(the) + "]"}) {
+    auto object = parse_object(
+        server.post("/v1/completions", R"({"prompt":"x","max_tokens":3000,"min_tokens":150,)" + stop + "}").body);
+    const auto& choice = object.at("choices").as_array().at(0).as_object();
+    const std::string text(choice.at("text").as_string());
+    EXPECT_EQ(choice.at("finish_reason").as_string(), "stop") << stop;
+    const int64_t completion = object.at("usage").as_object().at("completion_tokens").as_int64();
+    EXPECT_GT(completion, 150) << stop;
+    EXPECT_LT(completion, 400) << stop;
+    EXPECT_NE(text.find(" the"), std::string::npos) << stop << ": earlier occurrences stay in the text";
+  }
+}
+
+TEST(SimServer, TruncatePromptTokensKeepsTheLastTokens) {
+  Server server;
+  auto prompt_tokens = [&](const std::string& extra) {
+    auto object = parse_object(
+        server.post("/v1/completions", R"({"prompt":[1,2,3,4,5,6,7,8,9,10],"max_tokens":1)" + extra + "}").body);
+    return object.at("usage").as_object().at("prompt_tokens").as_int64();
+  };
+  EXPECT_EQ(prompt_tokens(R"(,"truncate_prompt_tokens":3)"), 3);
+  EXPECT_EQ(prompt_tokens(R"(,"truncate_prompt_tokens":30)"), 10);
+  EXPECT_EQ(prompt_tokens(R"(,"truncate_prompt_tokens":-1)"), 10);  // vLLM: -1 = max_model_len
+  auto chat = parse_object(server
+                               .post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"a b c d e f"}],)"
+                                                             R"("max_tokens":1,"truncate_prompt_tokens":2})")
+                               .body);
+  EXPECT_EQ(chat.at("usage").as_object().at("prompt_tokens").as_int64(), 2);
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","truncate_prompt_tokens":0})"), 400,
+                      "truncate_prompt_tokens must be an integer >= 1 or -1, got 0.", "truncate_prompt_tokens");
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","truncate_prompt_tokens":5000})"), 400,
+                      "truncate_prompt_tokens value (5000) is greater than max_model_len (4096)",
+                      "truncate_prompt_tokens");
+}
+
+TEST(SimServer, ABodyThatIsNotDeclaredJsonIs415) {
+  Server server;
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  auto raw_post = [&](const std::string& path, const std::string& content_type_line) {
+    return server.exchange("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + content_type_line +
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize"}) {
+    expect_openai_error(raw_post(path, "Content-Type: text/plain\r\n"), 415,
+                        "Unsupported Media Type: Only 'application/json' is allowed");
+    expect_openai_error(raw_post(path, "Content-Type: application/x-www-form-urlencoded\r\n"), 415,
+                        "'application/x-www-form-urlencoded'");
+  }
+  // A missing Content-Type is read as JSON (curl without -H); parameters and case are fine.
+  EXPECT_EQ(raw_post("/v1/completions", "").status, 200);
+  EXPECT_EQ(raw_post("/v1/completions", "Content-Type: Application/JSON; charset=utf-8\r\n").status, 200);
+}
+
+TEST(SimServer, EveryServedModelNameIsAcceptedAndTheFirstIsReported) {
+  Server server(Mode::kNoDelay, {}, 30, 10, 4096, nullptr, {"alias-a", "alias-b"});
+  auto object = parse_object(server.post("/v1/completions", R"({"model":"alias-b","prompt":"x","max_tokens":1})").body);
+  EXPECT_EQ(object.at("model").as_string(), "test-model");
+  auto models = parse_object(server.get("/v1/models").body).at("data").as_array();
+  ASSERT_EQ(models.size(), 3u);
+  EXPECT_EQ(models[0].at("id").as_string(), "test-model");
+  EXPECT_EQ(models[1].at("id").as_string(), "alias-a");
+  EXPECT_EQ(models[2].at("id").as_string(), "alias-b");
+  expect_openai_error(server.post("/v1/completions", R"({"model":"other","prompt":"x"})"), 404,
+                      "The model `other` does not exist.", "model");
+}
+
+TEST(SimServer, ExactTokenizerHonoursAddSpecialTokensAndItsVocabulary) {
+  auto codec = make_tokenizer_codec("deepseek_v3", "deepseek-r1");
+  if (!codec) GTEST_SKIP() << "DeepSeek tokenizer not installed: " << codec.error().to_string();
+  const int32_t vocab = *(*codec)->vocab_size();
+  Server server(Mode::kNoDelay, {}, 30, 10, 4096, std::move(*codec));
+  auto prompt_tokens = [&](const std::string& extra) {
+    auto object =
+        parse_object(server.post("/v1/completions", R"({"prompt":"hello world","max_tokens":1)" + extra + "}").body);
+    return object.at("usage").as_object().at("prompt_tokens").as_int64();
+  };
+  const int64_t with_bos = prompt_tokens("");
+  EXPECT_EQ(prompt_tokens(R"(,"add_special_tokens":true)"), with_bos);
+  EXPECT_EQ(prompt_tokens(R"(,"add_special_tokens":false)"), with_bos - 1);  // no BOS
+  auto tokenized =
+      parse_object(server.post("/tokenize", R"({"prompt":"hello world","add_special_tokens":false})").body);
+  EXPECT_EQ(tokenized.at("count").as_int64(), with_bos - 1);
+  // Token-id prompts must be in the vocabulary (vLLM: "Token id ... is out of vocabulary").
+  expect_openai_error(
+      server.post("/v1/completions", R"({"prompt":[1,)" + std::to_string(vocab) + R"(],"max_tokens":1})"), 400,
+      "Token id " + std::to_string(vocab) + " is out of vocabulary", "prompt");
+  EXPECT_EQ(
+      server.post("/v1/completions", R"({"prompt":[1,)" + std::to_string(vocab - 1) + R"(],"max_tokens":1})").status,
+      200);
 }
 
 TEST(SimServer, UnknownPathIs404AndWrongMethodIs405) {

@@ -89,6 +89,65 @@ TEST(LiveEngine, NaturalEosEndsWithinMaxTokensAndCancelStopsStreams) {
   EXPECT_FALSE(cancelled.wait(std::chrono::seconds(1)));
 }
 
+int32_t final_length(Collector& collector) {
+  std::lock_guard<std::mutex> lock(collector.mutex);
+  return collector.events.empty() ? -1 : collector.events.back().total_output_tokens;
+}
+
+TEST(LiveEngine, MinTokensRaisesTheNaturalLength) {
+  // min_tokens used to be ignored: the natural EOS was drawn in [max/2, max] regardless. With
+  // min_tokens 38 of 40, five requests all end at 38..40 (before: each had 3/21 odds to).
+  auto engine = make_live_engine(small_engine(), steady_clock_instance());
+  ASSERT_TRUE(engine);
+  Collector collectors[5];
+  GenerationRequest request;
+  request.prompt_token_ids.assign(32, 7);
+  request.max_tokens = 40;
+  request.min_tokens = 38;
+  for (auto& collector : collectors) ASSERT_TRUE((*engine)->submit(request, collector.sink()));
+  for (auto& collector : collectors) {
+    ASSERT_TRUE(collector.wait(std::chrono::seconds(20)));
+    EXPECT_GE(final_length(collector), 38);
+    EXPECT_LE(final_length(collector), 40);
+  }
+  // min_tokens above max_tokens is the caller's error.
+  request.min_tokens = 41;
+  Collector refused;
+  auto bad = (*engine)->submit(request, refused.sink());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("min_tokens"), std::string::npos);
+}
+
+TEST(LiveEngine, NaturalMaxTokensCapsTheNaturalLengthButNotIgnoreEos) {
+  auto engine = make_live_engine(small_engine(), steady_clock_instance());
+  ASSERT_TRUE(engine);
+  GenerationRequest request;
+  request.prompt_token_ids.assign(32, 9);
+  request.max_tokens = 100000;  // a default budget (max_model_len - prompt)
+  request.natural_max_tokens = 40;
+  Collector capped[3];
+  for (auto& collector : capped) ASSERT_TRUE((*engine)->submit(request, collector.sink()));
+  for (auto& collector : capped) {
+    ASSERT_TRUE(collector.wait(std::chrono::seconds(20)));
+    EXPECT_GE(final_length(collector), 20);
+    EXPECT_LE(final_length(collector), 40);
+  }
+  // min_tokens beyond the cap: the natural end comes right at min_tokens.
+  request.min_tokens = 60;
+  Collector at_min;
+  ASSERT_TRUE((*engine)->submit(request, at_min.sink()));
+  ASSERT_TRUE(at_min.wait(std::chrono::seconds(20)));
+  EXPECT_EQ(final_length(at_min), 60);
+  // ignore_eos still generates the whole budget.
+  request.min_tokens = 0;
+  request.max_tokens = 70;
+  request.ignore_eos = true;
+  Collector full;
+  ASSERT_TRUE((*engine)->submit(request, full.sink()));
+  ASSERT_TRUE(full.wait(std::chrono::seconds(20)));
+  EXPECT_EQ(final_length(full), 70);
+}
+
 TEST(LiveEngine, RejectsBadConfigsAndOversizedPrompts) {
   auto config = small_engine();
   config.model = "no-such-model";
