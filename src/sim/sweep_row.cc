@@ -88,8 +88,9 @@ struct RecipeLimits {
   SideLimits prefill, decode;
 };
 
-// SGLang's default --max-prefill-tokens.
+// SGLang's defaults of --max-prefill-tokens and --num-reserved-decode-tokens.
 constexpr int64_t kSglangMaxPrefillTokens = 16384;
+constexpr int64_t kSglangReservedDecodeTokens = 512;
 
 // "recipe": {"prefill": {...}, "decode": {...}} with SGLang flags as the recipe spells them; `where`
 // names it in errors ("row: recipe", "recipes.json: recipe 'X'"). SGLang's semantics with
@@ -152,9 +153,14 @@ Result<RecipeLimits> recipe_limits(const boost::json::value& value, const std::s
     if (*kv) out->kv_tokens = **kv;
     auto reserved = flag("num-reserved-decode-tokens", 1 << 20);
     if (!reserved) return fail(reserved.error());
-    // Taken only as stated (SGLang's default is 512): a decode side with a reserve preallocates
-    // against the memory model's pool estimate (WorkerTopology::reserved_decode_tokens).
-    if (*reserved) out->reserved_decode = int32_t(**reserved);
+    // As stated, or SGLang's default (512) where the recipe states the pool (max-total-tokens);
+    // without either the pool is the memory model's estimate and nothing is reserved
+    // (WorkerTopology::reserved_decode_tokens).
+    if (*reserved) {
+      out->reserved_decode = int32_t(**reserved);
+    } else if (out->kv_tokens > 0) {
+      out->reserved_decode = int32_t(kSglangReservedDecodeTokens);
+    }
   }
   return limits;
 }

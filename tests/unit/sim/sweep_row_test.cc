@@ -255,6 +255,8 @@ TEST(SweepRow, RecipeFlagsGiveSglangRunningRequestsPerDataParallelRank) {
   ASSERT_TRUE(parsed) << parsed.error().message();
   EXPECT_EQ(parsed->engine.decode.max_num_seqs, 128);
   EXPECT_EQ(parsed->engine.prefill.max_num_seqs, 30000);
+  EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 0);  // no stated pool: nothing reserved
+  EXPECT_EQ(parsed->engine.decode.max_kv_tokens, 0);
   parsed = with(R"("2048")");  // YAML values copied as strings are read too
   ASSERT_TRUE(parsed) << parsed.error().message();
   EXPECT_EQ(parsed->engine.decode.max_num_seqs, 64);
@@ -276,7 +278,7 @@ TEST(SweepRow, RecipeFlagsGiveSglangRunningRequestsPerDataParallelRank) {
 TEST(SweepRow, RecipeTokenLimitsFollowSglangsPerRankRules) {
   // chunked-prefill-size is for the whole server and split over the DP-attention ranks, then capped
   // by max-prefill-tokens (per rank, 16384 when absent); max-total-tokens is each rank's own pool;
-  // num-reserved-decode-tokens is taken as stated.
+  // num-reserved-decode-tokens as stated, else SGLang's 512 where the pool is stated.
   const std::string row = R"({"model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp4",
       "framework": "dynamo-sglang", "runner": "gb300", "isl": 1024, "osl": 1024, "spec-decoding": "none",
       "prefill": {"num-worker": 4, "tp": 4, "ep": 4, "dp-attn": true},
@@ -313,7 +315,7 @@ TEST(SweepRow, RecipeTokenLimitsFollowSglangsPerRankRules) {
   parsed = parse_sweep_row_text(unchunked, EngineConfig{});
   ASSERT_TRUE(parsed) << parsed.error().message();
   EXPECT_EQ(parsed->engine.prefill.max_num_batched_tokens, 16384);
-  EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 0);
+  EXPECT_EQ(parsed->engine.decode.reserved_decode_tokens, 512);  // the pool is stated: SGLang's default
 
   EngineConfig base;  // the caller's flags win over the recipe
   base.prefill.max_num_batched_tokens = 4096;
