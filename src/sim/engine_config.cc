@@ -382,6 +382,17 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
       return fail(ErrorCode::kInvalidArgument,
                   fmt::format("--acceptance-length {} must be in [1, 1 + num-spec-tokens = {}]",
                               engine.acceptance_length, 1 + engine.num_spec_tokens));
+    const int32_t layers = engine.model.num_mtp_layers;
+    if (config.spec_decoding == SpecDecoding::kDraftModel)
+      engine.spec_draft = "a separate draft model or head";
+    else if (layers > 0)
+      engine.spec_draft =
+          fmt::format("the checkpoint's {} MTP layer{}, run once per draft token", layers, layers == 1 ? "" : "s");
+    else
+      engine.spec_draft = fmt::format(
+          "a separate draft head (EAGLE-style): {} has no MTP layers (num_mtp_layers 0 in models.json), so `mtp` "
+          "here is InferenceX's label for any speculative decoding; costed like MTP",
+          engine.model.name);
   }
   if (engine.config.gpu_memory_utilization <= 0)
     engine.config.gpu_memory_utilization = engine.family == FrameworkFamily::kVllm ? 0.9 : 0.95;

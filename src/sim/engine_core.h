@@ -48,6 +48,10 @@ struct ResolvedEngine {
   int32_t num_spec_tokens = 0;     // 0 when speculative decoding is off
   double acceptance_length = 1.0;  // mean tokens per decode step
   int32_t max_model_len = 0;
+  // What drafts the tokens, in words ("" without speculative decoding): the checkpoint's MTP
+  // layers, or, for `mtp` on a model without them (InferenceX labels every speculative method
+  // `mtp`, e.g. MiniMax-M3 with an EAGLE3 head), a separate draft head. Both are costed alike.
+  std::string spec_draft;
 };
 
 // Looks up model, hardware and calibration (builtin or config.catalog_dir) and validates.

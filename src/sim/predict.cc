@@ -101,6 +101,7 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
   out["spec_decoding"] = spec_decoding_name(c.spec_decoding);
   out["num_spec_tokens"] = engine.num_spec_tokens;
   out["acceptance_length"] = engine.num_spec_tokens > 0 ? engine.acceptance_length : 1.0;
+  if (!engine.spec_draft.empty()) out["spec_draft"] = engine.spec_draft;
   out["max_num_seqs"] = c.max_num_seqs;
   out["max_num_batched_tokens"] = c.max_num_batched_tokens;
   if (attention_dp_balancing(c, engine.family)) {

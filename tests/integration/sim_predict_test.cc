@@ -53,6 +53,23 @@ TEST(SimPredict, PrintsOneSpecResultPerConcurrency) {
   }
 }
 
+TEST(SimPredict, SaysWhatDraftsTheTokens) {
+  // InferenceX labels every speculative method `mtp`; MiniMax-M3's rows run an EAGLE3 head, the
+  // checkpoint has no MTP layers. The engine says which it simulated.
+  const auto draft_of = [](const std::string& model, const std::string& spec) {
+    auto result = run_ixbench({"sim", "predict", "--model", model, "--hardware", "b200", "--tp", "8", "--isl", "256",
+                               "--osl", "16", "--conc", "1", "--spec-decoding", spec});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const auto out = parse_object(result.out);
+    const auto* draft = out.contains("engine") ? out.at("engine").as_object().if_contains("spec_draft") : nullptr;
+    return draft ? std::string(draft->as_string()) : std::string("(none)");
+  };
+  EXPECT_NE(draft_of("deepseek-r1", "mtp").find("1 MTP layer"), std::string::npos);
+  EXPECT_NE(draft_of("MiniMaxAI/MiniMax-M3-MXFP8", "mtp").find("has no MTP layers"), std::string::npos);
+  EXPECT_NE(draft_of("deepseek-r1", "draft_model").find("separate draft model"), std::string::npos);
+  EXPECT_EQ(draft_of("deepseek-r1", "none"), "(none)");
+}
+
 TEST(SimPredict, AcceptsASweepRowAndPrintsATable) {
   const std::string row =
       R"({"image": "x", "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp4",
