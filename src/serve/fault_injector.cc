@@ -27,8 +27,13 @@ Result<void> validate(const FaultOptions& options) {
                   fmt::format("--fault-error-codes: {} is not an HTTP error status (400..599)", code));
     }
   }
-  if (options.stall_ms < 0) return fail(ErrorCode::kInvalidArgument, "--fault-stall-ms must be >= 0");
-  if (options.health_delay_ms < 0) return fail(ErrorCode::kInvalidArgument, "--fault-health-delay-ms must be >= 0");
+  for (auto [ms, flag] : {std::pair{options.stall_ms, "--fault-stall-ms"},
+                          std::pair{options.health_delay_ms, "--fault-health-delay-ms"}}) {
+    if (ms < 0 || ms > kMaxFaultDelayMs) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{} must be in [0, {}] (one day), got {}", flag, kMaxFaultDelayMs, ms));
+    }
+  }
   return {};
 }
 

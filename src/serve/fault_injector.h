@@ -4,13 +4,17 @@
 // request order always give the same faults):
 //   error      answer with an HTTP error (one of error_codes, uniformly) and OpenAI error JSON,
 //              before any token;
-//   stall      pause the stream for stall_ms after a uniformly drawn event (mid-stream);
-//   drop       close the connection after a drawn event (no [DONE], no terminating chunk);
-//   malformed  insert one malformed SSE event (`data: ` + truncated JSON) after a drawn event;
+//   stall      pause the stream for stall_ms after a uniformly drawn token (mid-stream);
+//   drop       close the connection after a drawn token (no [DONE], no terminating chunk);
+//   malformed  insert one malformed SSE event (`data: ` + truncated JSON) after a drawn token;
 //   short      finish early: a drawn number of tokens in [1, max_tokens-1], finish_reason "stop".
-// Positions are event counts: "after event k" with k uniform in [1, max(1, max_tokens-1)], so a
-// fault is always mid-stream (at least one token was sent). /health answers 503 for the first
-// health_delay_ms after start.
+// An error excludes the others (the request gets no stream); the other draws are independent, so
+// one request may get several faults and the rates need not sum to at most 1. Positions count
+// tokens: the fault fires after the first event that brings the tokens sent to k, k uniform in
+// [1, max(1, max_tokens-1)], so a fault is always mid-stream (at least one token was sent). The
+// front fires it before the last event when the request ends sooner (natural EOS, stop string,
+// short fault), and after the last event when there is only one. /health answers 503 for the
+// first health_delay_ms after start.
 //
 // Thread-safety: plan() and health_ready() may be called from any thread (a mutex guards the
 // stream).
@@ -42,7 +46,9 @@ struct FaultOptions {
   }
 };
 
-// Ranges: rates in [0, 1], codes in 400..599, non-negative durations.
+// Ranges: rates in [0, 1] (NaN refused), codes in 400..599, durations in [0, kMaxFaultDelayMs].
+// Errors name the flag.
+inline constexpr int64_t kMaxFaultDelayMs = 86'400'000;  // one day: larger is a typo (and ns overflow)
 Result<void> validate(const FaultOptions& options);
 // "429,500,503" -> {429, 500, 503}.
 Result<std::vector<int>> parse_error_codes(const std::string& text);

@@ -235,26 +235,12 @@ class CompletionSource final : public http::BodySource {
     size_t start_size = out.size();
     while (backlog_head_ < backlog_.size() && !stopped_) {
       if (spec_.stream && out.size() - start_size >= budget_bytes) return {PullStatus::kMore, 0};
-      // Injected faults fire between events, after `*_after` events were sent.
-      if (spec_.faults.stall_after != 0 && events_sent_ == spec_.faults.stall_after && !stall_done_) {
-        if (stall_until_ns_ == 0) stall_until_ns_ = now_ns + spec_.faults.stall_ms * 1'000'000;
-        if (now_ns < stall_until_ns_) return {PullStatus::kWait, stall_until_ns_};
-        stall_done_ = true;
-      }
-      if (spec_.faults.drop_after != 0 && events_sent_ == spec_.faults.drop_after) {
-        cancel_engine();
-        ended_ = true;
-        state_.metrics.count_finished(sim::FinishReason::kAbort);
-        return {PullStatus::kAbort, 0};
-      }
-      if (spec_.faults.malformed_after != 0 && events_sent_ == spec_.faults.malformed_after && !malformed_done_) {
-        malformed_done_ = true;
-        if (spec_.stream) out += "data: " + head_ + R"("choices":[{"index":0,"text":)" + "\n\n";
-      }
+      if (auto held = inject_faults(out, now_ns, false)) return *held;
       Run& run = backlog_[backlog_head_];
       int32_t tokens = run.tokens_each;
       if (--run.events == 0) ++backlog_head_;
       ++events_sent_;
+      tokens_sent_ += tokens;
       bool last = finished_ && backlog_head_ == backlog_.size();
       emit_event(out, tokens, last);
     }
@@ -262,7 +248,10 @@ class CompletionSource final : public http::BodySource {
       backlog_.clear();
       backlog_head_ = 0;
     }
-    if (stopped_ || (finished_ && backlog_.empty())) return finish(out);
+    if (stopped_ || (finished_ && backlog_.empty())) {
+      if (auto held = inject_faults(out, now_ns, true)) return *held;
+      return finish(out);
+    }
     return {PullStatus::kWait, next_due_ns()};
   }
 
@@ -273,6 +262,42 @@ class CompletionSource final : public http::BodySource {
   }
 
  private:
+  // The next event in the backlog is the request's last one.
+  bool next_event_is_last() const {
+    return finished_ && backlog_head_ + 1 == backlog_.size() && backlog_[backlog_head_].events == 1;
+  }
+
+  // Injected faults fire between events: once `*_after` tokens were sent, or before the last event
+  // when the request ends sooner (an event may carry several tokens with speculative decoding, and
+  // a natural EOS, a stop string or a short fault may end it before the drawn position), and at
+  // the latest after the last event, before [DONE] (`at_end`: a request of a single event). So
+  // every fault counted in ixbench:injected_faults_total happens. Returns the pull's result while
+  // a fault holds the stream (a stall still running, a drop).
+  std::optional<PullResult> inject_faults(std::string& out, int64_t now_ns, bool at_end) {
+    const FaultPlan& plan = spec_.faults;
+    auto due = [&](int32_t after, bool done) {
+      if (after == 0 || done) return false;
+      return at_end || (events_sent_ >= 1 && (tokens_sent_ >= after || next_event_is_last()));
+    };
+    if (due(plan.stall_after, stall_done_)) {
+      if (stall_until_ns_ == 0) stall_until_ns_ = now_ns + plan.stall_ms * 1'000'000;
+      if (now_ns < stall_until_ns_) return PullResult{PullStatus::kWait, stall_until_ns_};
+      stall_done_ = true;
+    }
+    if (due(plan.drop_after, false)) {
+      cancel_engine();
+      ended_ = true;
+      state_.metrics.count_finished(sim::FinishReason::kAbort);
+      return PullResult{PullStatus::kAbort, 0};
+    }
+    if (due(plan.malformed_after, malformed_done_)) {
+      malformed_done_ = true;
+      // A non-streamed response is cut in half instead (finish()).
+      if (spec_.stream) out += "data: " + head_ + R"("choices":[{"index":0,"text":)" + "\n\n";
+    }
+    return std::nullopt;
+  }
+
   // Fixed schedule, on the connection's loop: every token due by `now_ns` becomes an event now
   // (exact scheduled time_ns; overdue tokens of this stream go out together in this pull), and
   // the pull returns the next due time, for which the loop arms this connection's timer. The
@@ -548,6 +573,7 @@ class CompletionSource final : public http::BodySource {
   int32_t cached_tokens_ = 0;
   int32_t completion_tokens_ = 0;
   int32_t events_sent_ = 0;
+  int32_t tokens_sent_ = 0;  // tokens of the events sent (fault positions count tokens)
   size_t token_cursor_ = 0;
   bool role_sent_ = false;
   int64_t stall_until_ns_ = 0;
@@ -783,10 +809,13 @@ class Router {
     }
 
     FaultPlan plan = state_.faults.plan(static_cast<int32_t>(max_tokens));
-    if (plan.any()) state_.metrics.count_fault();
-    // A short fault is an early natural stop, which min_tokens rules out before min_tokens tokens.
-    if (plan.short_tokens != 0)
+    // A short fault is an early natural stop, which min_tokens rules out before min_tokens tokens;
+    // with min_tokens = max_tokens there is no shorter output to give, so no short fault.
+    if (plan.short_tokens != 0) {
       plan.short_tokens = std::max(plan.short_tokens, static_cast<int32_t>(parsed->min_tokens));
+      if (plan.short_tokens >= max_tokens) plan.short_tokens = 0;
+    }
+    if (plan.any()) state_.metrics.count_fault();
     if (plan.error_status != 0) {
       return error_response(plan.error_status,
                             fmt::format("injected fault: HTTP {} (--fault-error-rate)", plan.error_status),

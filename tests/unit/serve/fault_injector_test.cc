@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 namespace ix::serve {
@@ -95,6 +96,30 @@ TEST(FaultInjector, ValidationNamesTheFlag) {
   EXPECT_FALSE(validate(options));
   options.error_codes = {429};
   EXPECT_TRUE(validate(options));
+}
+
+TEST(FaultInjector, ValidationRefusesNanNegativeAndOverlongDelays) {
+  FaultOptions options;
+  options.stall_rate = std::numeric_limits<double>::quiet_NaN();
+  auto nan_rate = validate(options);
+  ASSERT_FALSE(nan_rate);
+  EXPECT_NE(nan_rate.error().message().find("--fault-stall-rate"), std::string::npos);
+  options.stall_rate = -0.1;
+  EXPECT_FALSE(validate(options));
+  options.stall_rate = 0.5;
+  // Above a day the nanosecond deadline overflowed: the health delay was silently skipped.
+  options.health_delay_ms = 9'300'000'000'000;
+  auto health = validate(options);
+  ASSERT_FALSE(health);
+  EXPECT_NE(health.error().message().find("--fault-health-delay-ms"), std::string::npos);
+  options.health_delay_ms = kMaxFaultDelayMs;
+  EXPECT_TRUE(validate(options));
+  options.stall_ms = kMaxFaultDelayMs + 1;
+  auto stall = validate(options);
+  ASSERT_FALSE(stall);
+  EXPECT_NE(stall.error().message().find("--fault-stall-ms"), std::string::npos);
+  options.stall_ms = -1;
+  EXPECT_FALSE(validate(options));
 }
 
 TEST(FaultInjector, ParsesErrorCodes) {

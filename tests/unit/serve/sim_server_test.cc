@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
 #include <set>
@@ -28,6 +29,42 @@ using testing::sse_data_lines;
 
 enum class Mode { kNoDelay, kFixed };
 
+// Like NoDelayEngine (every event inline, from submit), but each event carries `tokens_per_event`
+// tokens (as with speculative decoding), and without ignore_eos the request ends with a natural
+// stop after `natural_tokens` tokens (0 = at max_tokens), as the cost model's engine does.
+class BurstEngine final : public sim::LiveEngine {
+ public:
+  BurstEngine(int32_t tokens_per_event, int32_t natural_tokens)
+      : tokens_per_event_(tokens_per_event), natural_tokens_(natural_tokens) {}
+  Result<uint64_t> submit(sim::GenerationRequest request, Sink sink) override {
+    int32_t length = request.max_tokens;
+    sim::FinishReason reason = sim::FinishReason::kLength;
+    if (!request.ignore_eos && natural_tokens_ > 0 && natural_tokens_ < length) {
+      length = natural_tokens_;
+      reason = sim::FinishReason::kStop;
+    }
+    sim::TokenEvent event;
+    event.request_id = ++next_id_;
+    event.time_ns = steady_clock_instance().now_ns();
+    event.prompt_tokens = static_cast<int32_t>(request.prompt_token_ids.size());
+    while (event.total_output_tokens < length) {
+      event.new_tokens = std::min(tokens_per_event_, length - event.total_output_tokens);
+      event.total_output_tokens += event.new_tokens;
+      event.finish = event.total_output_tokens == length ? reason : sim::FinishReason::kNone;
+      sink(event);
+    }
+    return event.request_id;
+  }
+  void cancel(uint64_t) override {}
+  sim::EngineMetrics metrics() const override { return {}; }
+  int32_t max_model_len() const override { return 4096; }
+
+ private:
+  int32_t tokens_per_event_;
+  int32_t natural_tokens_;
+  std::atomic<uint64_t> next_id_{0};
+};
+
 struct Server {
   std::unique_ptr<SimServer> server;
 
@@ -41,6 +78,14 @@ struct Server {
     } else {
       engine = std::make_unique<FixedScheduleEngine>(ttft_ms, itl_ms, max_model_len, clock);
     }
+    start(std::move(engine), faults, std::move(codec), std::move(aliases));
+  }
+  Server(std::unique_ptr<sim::LiveEngine> engine, FaultOptions faults) {
+    start(std::move(engine), faults, nullptr, {});
+  }
+
+  void start(std::unique_ptr<sim::LiveEngine> engine, FaultOptions faults, std::unique_ptr<TextCodec> codec,
+             std::vector<std::string> aliases) {
     SimServeOptions options;
     options.port = 0;
     options.threads = 2;
@@ -831,6 +876,93 @@ TEST(SimServerFaults, NonStreamingFaults) {
   boost::system::error_code ec;
   bj::parse(response.body, ec);
   EXPECT_TRUE(ec);
+}
+
+// Mid-stream faults are drawn at a token position in [1, max_tokens - 1]; a request whose events
+// carry several tokens, or that ends before that position, still gets its fault (it used to get
+// none when the drawn event count was never reached, while injected_faults_total counted it).
+TEST(SimServerFaults, DropHappensWhenEventsCarrySeveralTokens) {
+  FaultOptions faults;
+  faults.drop_rate = 1.0;
+  Server server(std::make_unique<BurstEngine>(4, 0), faults);
+  for (int index = 0; index < 12; ++index) {
+    auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":20,"stream":true,"ignore_eos":true})");
+    EXPECT_EQ(response.status, 200);
+    EXPECT_FALSE(response.complete) << response.body;
+    EXPECT_EQ(response.body.find("[DONE]"), std::string::npos) << response.body;
+    EXPECT_EQ(response.body.find("\"finish_reason\":\"length\""), std::string::npos) << response.body;
+    EXPECT_GE(sse_data_lines(response.body).size(), 1u);
+  }
+  auto metrics = server.get("/metrics").body;
+  EXPECT_NE(metrics.find("ixbench:injected_faults_total{model_name=\"test-model\"} 12.0"), std::string::npos);
+  EXPECT_NE(metrics.find("finished_reason=\"abort\"} 12.0"), std::string::npos) << metrics;
+}
+
+int count_malformed(const std::vector<std::string>& lines) {
+  int malformed = 0;
+  for (const auto& line : lines) {
+    if (line == "[DONE]") continue;
+    boost::system::error_code ec;
+    bj::parse(line, ec);
+    malformed += ec ? 1 : 0;
+  }
+  return malformed;
+}
+
+TEST(SimServerFaults, MalformedAndStallHappenWhenANaturalStopComesFirst) {
+  FaultOptions faults;
+  faults.malformed_rate = 1.0;
+  faults.stall_rate = 1.0;
+  faults.stall_ms = 150;
+  // Three tokens, then a natural EOS, while the positions are drawn in [1, 49].
+  Server server(std::make_unique<BurstEngine>(1, 3), faults);
+  for (int index = 0; index < 4; ++index) {
+    auto client = RawHttpClient::connect(server.server->port());
+    ASSERT_TRUE(client);
+    ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":50,"stream":true})")));
+    auto response = client->read_response();
+    ASSERT_TRUE(response && response->complete);
+    auto lines = sse_data_lines(response->body);
+    ASSERT_EQ(lines.size(), 5u) << response->body;  // 3 tokens + 1 malformed + [DONE]
+    EXPECT_EQ(count_malformed(lines), 1) << response->body;
+    EXPECT_EQ(lines.back(), "[DONE]");
+    // The last token event (finish_reason stop) comes after the faults.
+    EXPECT_NE(lines[lines.size() - 2].find("\"finish_reason\":\"stop\""), std::string::npos) << response->body;
+    int64_t longest = 0;
+    for (size_t chunk = 1; chunk < response->chunk_times_ns.size(); ++chunk) {
+      longest = std::max(longest, response->chunk_times_ns[chunk] - response->chunk_times_ns[chunk - 1]);
+    }
+    EXPECT_GE(longest, 130'000'000);
+  }
+}
+
+TEST(SimServerFaults, ASingleTokenRequestIsDroppedBeforeDone) {
+  FaultOptions drop;
+  drop.drop_rate = 1.0;
+  Server dropping(Mode::kNoDelay, drop);
+  auto dropped = dropping.post("/v1/completions", R"({"prompt":"x","max_tokens":1,"stream":true})");
+  EXPECT_FALSE(dropped.complete);
+  EXPECT_EQ(dropped.body.find("[DONE]"), std::string::npos) << dropped.body;
+
+  FaultOptions malformed;
+  malformed.malformed_rate = 1.0;
+  Server malforming(Mode::kNoDelay, malformed);
+  auto response = malforming.post("/v1/completions", R"({"prompt":"x","max_tokens":1,"stream":true})");
+  ASSERT_TRUE(response.complete);
+  auto lines = sse_data_lines(response.body);
+  EXPECT_EQ(lines.size(), 3u) << response.body;
+  EXPECT_EQ(count_malformed(lines), 1) << response.body;
+}
+
+TEST(SimServerFaults, NoShortFaultWhenMinTokensEqualsMaxTokens) {
+  FaultOptions faults;
+  faults.short_rate = 1.0;
+  Server server(Mode::kNoDelay, faults);
+  auto body = parse_object(server.post("/v1/completions", R"({"prompt":"x","max_tokens":6,"min_tokens":6})").body);
+  EXPECT_EQ(body.at("usage").at("completion_tokens").as_int64(), 6);
+  EXPECT_EQ(body.at("choices").at(0).at("finish_reason").as_string(), "length");
+  auto metrics = server.get("/metrics").body;
+  EXPECT_NE(metrics.find("ixbench:injected_faults_total{model_name=\"test-model\"} 0.0"), std::string::npos);
 }
 
 }  // namespace
