@@ -268,7 +268,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     if (!response.source) {
       write_buf_ = make_head(response.status, response.content_type, response.headers, response.body.size(), false,
                              !keep_alive_, request_.version_minor);
-      write_buf_ += response.body;
+      // A HEAD response has the head GET would have (its Content-Length too) and no body: bytes
+      // after it would be read as the next response on a keep-alive connection (RFC 9110 9.3.2).
+      if (request_.method != "HEAD") write_buf_ += response.body;
       write_final();
       return;
     }

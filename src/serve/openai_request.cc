@@ -385,6 +385,10 @@ std::expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view
   if (!object_or) return std::unexpected(object_or.error());
   const bj::object& object = *object_or;
   TokenizeRequest request;
+  if (const bj::value* model = present(object, "model")) {
+    if (!model->is_string()) return wrong_type("model", "a string", *model);
+    request.model = std::string(model->get_string());
+  }
   if (object.contains("messages")) {
     auto messages = parse_messages(object);
     if (!messages) return std::unexpected(messages.error());

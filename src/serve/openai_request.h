@@ -72,6 +72,7 @@ struct OpenAiRequest {
 std::expected<OpenAiRequest, ApiError> parse_openai_request(std::string_view body, ApiKind kind);
 
 struct TokenizeRequest {
+  std::optional<std::string> model;  // checked like a completion's (vLLM: 404 for a name not served)
   std::optional<std::string> prompt_text;
   std::optional<std::vector<int32_t>> prompt_ids;
   std::vector<ChatTurn> messages;  // when the body has "messages"

@@ -598,9 +598,11 @@ class Router {
   ServerResponse handle(http::ServerRequest& request, http::RequestContext& context) {
     const std::string& path = request.path;
     const std::string& method = request.method;
+    // HEAD is allowed wherever GET is (RFC 9110: a server supports HEAD); the HTTP layer sends
+    // the head alone.
     auto allow = [&](std::initializer_list<std::string_view> methods) {
       for (auto allowed : methods) {
-        if (method == allowed) return true;
+        if (method == allowed || (allowed == "GET" && method == "HEAD")) return true;
       }
       return false;
     };
@@ -616,7 +618,7 @@ class Router {
       return completions(request, context, path == "/v1/chat/completions" ? ApiKind::kChat : ApiKind::kCompletion);
     }
     if (path == "/health") {
-      if (!allow({"GET", "HEAD"})) return not_allowed("GET");
+      if (!allow({"GET"})) return not_allowed("GET, HEAD");
       if (!state_.faults.health_ready(steady_clock_instance().now_ns())) {
         return error_response(503, "server is starting (injected /health delay)", "ServiceUnavailableError");
       }
@@ -625,11 +627,11 @@ class Router {
       return response;
     }
     if (path == "/v1/models") {
-      if (!allow({"GET"})) return not_allowed("GET");
+      if (!allow({"GET"})) return not_allowed("GET, HEAD");
       return models();
     }
     if (path == "/metrics") {
-      if (!allow({"GET"})) return not_allowed("GET");
+      if (!allow({"GET"})) return not_allowed("GET, HEAD");
       ServerResponse response;
       response.content_type = "text/plain; version=0.0.4; charset=utf-8";
       response.body = state_.metrics.render(state_.engine->metrics(), state_.options.model_name);
@@ -641,11 +643,12 @@ class Router {
       return tokenize(request);
     }
     if (path == "/start_profile" || path == "/stop_profile") {
-      if (!allow({"POST", "GET"})) return not_allowed("POST");
+      // Not HEAD: a HEAD must not open or close a profiling window.
+      if (method != "POST" && method != "GET") return not_allowed("POST, GET");
       return profile(path == "/start_profile");
     }
     if (path == "/version") {
-      if (!allow({"GET"})) return not_allowed("GET");
+      if (!allow({"GET"})) return not_allowed("GET, HEAD");
       return json_response(200, R"({"version":"ixbench-sim"})");
     }
     return error_response(404, fmt::format("no route for {} {}", method, path), "NotFoundError");
@@ -667,6 +670,10 @@ class Router {
     for (const auto& alias : state_.options.model_aliases) card(alias);
     body += "]}";
     return json_response(200, std::move(body));
+  }
+
+  static ServerResponse unknown_model(const std::string& name) {
+    return error_response(404, fmt::format("The model `{}` does not exist.", name), "NotFoundError", "model");
   }
 
   bool serves_model(const std::string& name) const {
@@ -748,6 +755,7 @@ class Router {
   ServerResponse tokenize(const http::ServerRequest& request) {
     auto parsed = parse_tokenize_request(request.body);
     if (!parsed) return error_response(parsed.error());
+    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
     auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat,
                           parsed->add_special_tokens);
     if (!ids) return error_response(ids.error());
@@ -759,10 +767,7 @@ class Router {
   ServerResponse completions(const http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {
     auto parsed = parse_openai_request(request.body, kind);
     if (!parsed) return error_response(parsed.error());
-    if (parsed->model && !serves_model(*parsed->model)) {
-      return error_response(404, fmt::format("The model `{}` does not exist.", *parsed->model), "NotFoundError",
-                            "model");
-    }
+    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
     auto ids_or = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, kind == ApiKind::kChat,
                              parsed->add_special_tokens);
     if (!ids_or) return error_response(ids_or.error());

@@ -3,6 +3,8 @@
 #include "http/server.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -286,6 +288,41 @@ TEST(HttpServer, BufferedBodiesGetContentLength) {
   EXPECT_FALSE(response->chunked);
   EXPECT_EQ(response->header("content-length"), "21");
   EXPECT_EQ(response->body, "line 0\nline 1\nline 2\n");
+}
+
+// Everything the peer sends until it closes the connection (or `timeout_s` passes).
+std::string read_until_close(RawHttpClient& client, double timeout_s = 5.0) {
+  std::string bytes;
+  const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  char buffer[4096];
+  while (now_ns() < deadline) {
+    pollfd poll_fd{client.fd(), POLLIN, 0};
+    if (::poll(&poll_fd, 1, 50) <= 0) continue;
+    const ssize_t got = ::recv(client.fd(), buffer, sizeof(buffer), 0);
+    if (got <= 0) break;
+    bytes.append(buffer, static_cast<size_t>(got));
+  }
+  return bytes;
+}
+
+TEST(HttpServer, HeadGetsTheHeadWithoutTheBodyAndKeepsTheConnectionInStep) {
+  Fixture fixture;
+  auto client = connect(fixture.port());
+  ASSERT_TRUE(
+      client.send("HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n"
+                  "HEAD /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+                  "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string bytes = read_until_close(client);
+  // Content-Length is what GET would send ("HEAD /echo " is 11 bytes), but no body follows: the
+  // next response starts right after the blank line.
+  const size_t first_end = bytes.find("\r\n\r\n");
+  ASSERT_NE(first_end, std::string::npos) << bytes;
+  EXPECT_NE(bytes.substr(0, first_end).find("content-length: 11"), std::string::npos) << bytes;
+  EXPECT_EQ(bytes.compare(first_end + 4, 13, "HTTP/1.1 404 "), 0) << bytes;
+  const size_t second_end = bytes.find("\r\n\r\n", first_end + 4);
+  ASSERT_NE(second_end, std::string::npos) << bytes;
+  EXPECT_EQ(bytes.compare(second_end + 4, 13, "HTTP/1.1 200 "), 0) << bytes;
+  EXPECT_TRUE(bytes.ends_with("\r\n\r\nGET /echo ")) << bytes;
 }
 
 TEST(HttpServer, Http10StreamEndsAtClose) {

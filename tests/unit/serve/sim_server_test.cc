@@ -3,6 +3,8 @@
 #include "serve/sim_server.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -557,6 +559,40 @@ TEST(SimServer, UnknownPathIs404AndWrongMethodIs405) {
   expect_openai_error(server.post("/metrics", "{}"), 405, "not allowed");
 }
 
+TEST(SimServer, HeadIsAllowedWhereGetIsAndSendsNoBody) {
+  FaultOptions faults;
+  faults.health_delay_ms = 60'000;  // /health answers 503 with an error body for GET
+  Server server(Mode::kNoDelay, faults);
+  for (const char* path : {"/v1/models", "/metrics", "/version", "/health"}) {
+    auto client = RawHttpClient::connect(server.server->port());
+    ASSERT_TRUE(client);
+    // A HEAD, then a GET on the same connection: a body after the HEAD's head would be read as
+    // the GET's response.
+    ASSERT_TRUE(client->send(std::string("HEAD ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n" + make_get("/version")));
+    std::string bytes;
+    char buffer[8192];
+    while (bytes.find("ixbench-sim") == std::string::npos) {
+      pollfd poll_fd{client->fd(), POLLIN, 0};
+      if (::poll(&poll_fd, 1, 3000) <= 0) break;
+      const ssize_t got = ::recv(client->fd(), buffer, sizeof(buffer), 0);
+      if (got <= 0) break;
+      bytes.append(buffer, static_cast<size_t>(got));
+    }
+    const size_t head_end = bytes.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << path << ": " << bytes;
+    const int status = std::string_view(path) == "/health" ? 503 : 200;
+    EXPECT_EQ(bytes.compare(0, 13, "HTTP/1.1 " + std::to_string(status) + " "), 0) << path << ": " << bytes;
+    EXPECT_EQ(bytes.compare(head_end + 4, 13, "HTTP/1.1 200 "), 0) << path << ": " << bytes;
+  }
+  auto response = server.exchange("DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+  expect_openai_error(response, 405, "not allowed");
+  EXPECT_EQ(response.header("allow"), "GET, HEAD");
+  // HEAD does not open a profiling window.
+  EXPECT_EQ(server.exchange("HEAD /start_profile HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status, 405);
+  EXPECT_NE(server.get("/metrics").body.find("ixbench:profile_starts_total{model_name=\"test-model\"} 0.0"),
+            std::string::npos);
+}
+
 TEST(SimServer, ModelsHealthTokenizeVersionAndProfile) {
   Server server;
   auto models = parse_object(server.get("/v1/models").body);
@@ -572,6 +608,10 @@ TEST(SimServer, ModelsHealthTokenizeVersionAndProfile) {
   auto text_tokens = parse_object(server.post("/tokenize", R"({"prompt":"hello world, again"})").body);
   EXPECT_GT(text_tokens.at("count").as_int64(), 0);
   expect_openai_error(server.post("/tokenize", "[]"), 400, "JSON object");
+  // As vLLM's /tokenize: the model, when given, must be one that is served.
+  expect_openai_error(server.post("/tokenize", R"({"model":"other","prompt":"hi"})"), 404, "does not exist", "model");
+  EXPECT_EQ(server.post("/tokenize", R"({"model":"test-model","prompt":"hi"})").status, 200);
+  expect_openai_error(server.post("/tokenize", R"({"model":7,"prompt":"hi"})"), 400, "model", "model");
   EXPECT_EQ(server.get("/version").status, 200);
   EXPECT_EQ(server.post("/start_profile", "").status, 200);
   EXPECT_EQ(server.post("/stop_profile", "").status, 200);
