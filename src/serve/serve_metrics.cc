@@ -159,8 +159,14 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
                    reason, number(static_cast<double>(value->load(std::memory_order_relaxed))));
   }
   ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
+  // vLLM 0.11 renamed this histogram vllm:inter_token_latency_seconds and kept the old name,
+  // deprecated, beside it with the same observations; dashboards for either version read one.
   inter_token_.render(out, "vllm:time_per_output_token_seconds",
-                      "Histogram of time per output token in seconds (gap between consecutive outputs).", labels);
+                      "Histogram of time per output token in seconds (gap between consecutive outputs). "
+                      "DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
+                      labels);
+  inter_token_.render(out, "vllm:inter_token_latency_seconds",
+                      "Histogram of inter-token latency in seconds (gap between consecutive outputs).", labels);
   e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",

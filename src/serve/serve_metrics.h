@@ -3,8 +3,9 @@
 //
 // Engine counters and gauges (running/waiting requests, KV usage, prefix cache, token totals,
 // speculative decoding) come from LiveEngine::metrics(); the front adds what it measures itself:
-// TTFT, per-event inter-token time (vLLM's time_per_output_token_seconds observes the gap between
-// consecutive outputs of a request), end-to-end latency histograms, finished requests by reason,
+// TTFT, per-event inter-token time (vLLM's inter_token_latency_seconds, and its deprecated name
+// time_per_output_token_seconds, observe the gap between consecutive outputs of a request),
+// end-to-end latency histograms, finished requests by reason,
 // and profiling windows (/start_profile, /stop_profile).
 //
 // Thread-safety: observe_*/count_* are lock-free (relaxed atomics) and may be called from any

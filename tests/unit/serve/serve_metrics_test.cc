@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "support/subprocess.h"
 
@@ -85,6 +87,38 @@ TEST(ServeMetrics, HistogramBucketsAreCumulativeAndCountMatchesInf) {
       std::string::npos);
   EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"deepseek-ai/DeepSeek-R1\"} 3.0"),
             std::string::npos);
+}
+
+// Samples of `name` (its _bucket/_sum/_count lines), with the name cut off.
+std::vector<std::string> samples_of(const std::string& text, const std::string& name) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name + "_", 0) == 0) out.push_back(line.substr(name.size()));
+  }
+  return out;
+}
+
+// vLLM >= 0.11 exposes the gap histogram as vllm:inter_token_latency_seconds (and the deprecated
+// vllm:time_per_output_token_seconds beside it, with the same observations).
+TEST(ServeMetrics, InterTokenLatencyHasVllmsCurrentNameAndTheDeprecatedOne) {
+  const std::string text = render_sample();
+  EXPECT_NE(text.find("# TYPE vllm:inter_token_latency_seconds histogram\n"), std::string::npos);
+  auto current = samples_of(text, "vllm:inter_token_latency_seconds");
+  auto deprecated = samples_of(text, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(current.size(), 22u);  // 19 bounds + +Inf, _sum, _count
+  EXPECT_EQ(current, deprecated);
+  EXPECT_NE(
+      text.find("vllm:inter_token_latency_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.025\"} 1.0"),
+      std::string::npos);
+}
+
+TEST(ServeMetrics, ModelNameLabelIsEscaped) {
+  ServeMetrics metrics;
+  const std::string text = metrics.render(sim::EngineMetrics{}, "a\"b\\c\nd");
+  EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"a\\\"b\\\\c\\nd\"} 0.0\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("a\"b"), std::string::npos);
 }
 
 TEST(Histogram, MergeAddsBatchedCounts) {
