@@ -36,31 +36,48 @@ namespace {
 // request; a prompt string per token).
 constexpr int64_t kMaxPrompts = 10'000'000;
 constexpr int64_t kMaxTokensPerRequest = 2'000'000;  // above every model's context window
+// ~31 years: far above any run, far below the int64 nanoseconds the timers hold.
+constexpr double kMaxRequestTimeoutS = 1e9;
 // Prompt tokens made ahead of the sends at most (~300 MB of text).
 constexpr int64_t kPrefetchTokenBudget = int64_t{1} << 26;
 
 std::atomic<bool> g_interrupted{false};
 
-void on_sigint(int) {
+void on_stop_signal(int sig) {
   g_interrupted.store(true);
-  // A second Ctrl-C ends the process at once.
-  ::signal(SIGINT, SIG_DFL);
+  // A second Ctrl-C (or SIGTERM) ends the process at once.
+  ::signal(sig, SIG_DFL);
 }
 
-class SigintScope {
+// Ctrl-C, and SIGTERM (what `timeout`, Slurm's time limit and container stops send first), stop
+// the run and keep what was measured; before, SIGTERM killed the process and lost it all.
+class StopSignalScope {
  public:
-  SigintScope() {
+  StopSignalScope() {
     g_interrupted.store(false);
     struct sigaction sa {};
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
   }
-  ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
 
  private:
-  struct sigaction old_ {};
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
 };
+
+// `text` without leading and trailing white space (Python's str.strip()).
+std::string trimmed(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return std::string(text.substr(first, text.find_last_not_of(kSpace) - first + 1));
+}
 
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
@@ -68,9 +85,7 @@ std::vector<std::string> split(std::string_view text, char sep) {
   while (pos <= text.size()) {
     size_t end = text.find(sep, pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string item(text.substr(pos, end - pos));
-    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
-    while (!item.empty() && item.back() == ' ') item.pop_back();
+    std::string item = trimmed(text.substr(pos, end - pos));
     if (!item.empty()) out.push_back(item);
     pos = end + 1;
   }
@@ -117,6 +132,12 @@ Result<std::filesystem::path> result_directory(const std::string& result_dir, co
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (!filename.empty()) {
+    // "sub/" was taken for a directory to create before the run and failed at the write after it.
+    if (const auto leaf = std::filesystem::path(filename).filename(); leaf.empty() || leaf == "." || leaf == "..") {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--result-filename: '{}' names a directory, not a file (e.g. '{}result.json')", filename,
+                              leaf.empty() ? filename : filename + "/"));
+    }
     const std::filesystem::path target = std::filesystem::path(result_dir) / filename;
     if (std::filesystem::is_directory(target, ec)) {
       return fail(ErrorCode::kInvalidArgument,
@@ -137,6 +158,12 @@ Result<std::filesystem::path> result_directory(const std::string& result_dir, co
   ::close(fd);
   std::filesystem::remove(probe, ec);
   return dir;
+}
+
+// `<result>.requests.jsonl` beside the result file.
+std::filesystem::path detailed_path(std::filesystem::path result) {
+  result.replace_extension(".requests.jsonl");
+  return result;
 }
 
 }  // namespace
@@ -172,6 +199,20 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (!backend) return std::unexpected(backend.error());
   if (o.base_url.empty() && (o.port < 1 || o.port > 65535))
     return fail(ErrorCode::kInvalidArgument, fmt::format("--port must be in [1, 65535], got {}", o.port));
+  if (o.base_url.empty() && o.host.empty())
+    return fail(ErrorCode::kInvalidArgument, "--host must not be empty (or give --base-url)");
+  if (!o.endpoint.empty() && o.endpoint.front() != '/') {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--endpoint '{}' must be a path starting with '/', e.g. /v1/completions", o.endpoint));
+  }
+  if (!o.extra_body.empty()) {
+    // Checked once here: a bad object used to be found at the first send, after the tokenizer
+    // and the first prompts were made.
+    auto extra = json::parse(o.extra_body, "--extra-body");
+    if (!extra) return std::unexpected(extra.error());
+    if (!extra->is_object())
+      return fail(ErrorCode::kInvalidArgument, "--extra-body must be a JSON object, e.g. '{\"top_p\": 0.95}'");
+  }
   const std::string base_text = o.base_url.empty() ? fmt::format("http://{}:{}", o.host, o.port) : o.base_url;
   auto base = http::Url::parse(base_text);
   if (!base) return std::unexpected(base.error().with_context("--base-url"));
@@ -188,9 +229,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
                 fmt::format("--burstiness must be a finite number > 0, got {}", o.burstiness));
   if (o.max_concurrency && *o.max_concurrency < 1)
     return fail(ErrorCode::kInvalidArgument, "--max-concurrency must be >= 1");
-  if (!(o.request_timeout_s > 0) || !std::isfinite(o.request_timeout_s)) {
+  // Above the bound the nanosecond timeout overflowed: every connect timed out at once.
+  if (!(o.request_timeout_s > 0 && o.request_timeout_s <= kMaxRequestTimeoutS)) {
     return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--request-timeout must be a finite number of seconds > 0, got {}", o.request_timeout_s));
+                fmt::format("--request-timeout must be a number of seconds in (0, {:.0f}], got {}", kMaxRequestTimeoutS,
+                            o.request_timeout_s));
   }
   if (o.max_retries < 0) {
     return fail(ErrorCode::kInvalidArgument, fmt::format("--max-retries must be >= 0, got {}", o.max_retries));
@@ -255,11 +298,13 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   }
   boost::json::object metadata;
   for (const auto& kv : o.metadata) {
+    // As vLLM: split at the first '=', surrounding spaces dropped ("tp = 8" is key "tp").
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
+    const std::string key = eq == std::string::npos ? std::string() : trimmed(kv.substr(0, eq));
+    if (key.empty()) {
       return fail(ErrorCode::kInvalidArgument, fmt::format("--metadata '{}': expected KEY=VALUE", kv));
     }
-    metadata[kv.substr(0, eq)] = kv.substr(eq + 1);
+    metadata[key] = trimmed(kv.substr(eq + 1));
   }
 
   const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);
@@ -318,6 +363,22 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   auto shapes = workload::random_shapes(dataset_options);
   if (!shapes) return std::unexpected(shapes.error());
   workload::RandomDataset dataset(*synth, format, chat, o.seed);
+  // A drawn length the dataset cannot make would end the run at that request, discarding all
+  // measured before it; refused here instead.
+  auto min_tokens = dataset.min_prompt_tokens();
+  if (!min_tokens) return std::unexpected(min_tokens.error());
+  int64_t shortest = std::numeric_limits<int64_t>::max();
+  for (const auto* list : {&shapes->measured, &shapes->warmups}) {
+    for (const auto& s : *list) shortest = std::min(shortest, s.prompt_len);
+  }
+  if (shortest < *min_tokens) {
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--random-input-len {} with --random-range-ratio {} draws {}-token prompts, shorter than "
+                    "the chat template's own {} tokens + 1 ({}): raise them so that floor(r*L) >= {}",
+                    o.random_input_len, o.random_range_ratio, shortest, *min_tokens - 1,
+                    openai::uses_chat(*backend) ? "--backend openai-chat" : "--use-chat-template", *min_tokens));
+  }
   std::vector<std::pair<size_t, int64_t>> order;
   order.reserve(shapes->warmups.size() + shapes->measured.size());
   for (size_t i = 0; i < shapes->warmups.size(); ++i)
@@ -385,7 +446,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
             base->origin(), run.endpoint, run.model, num_prompts, num_warmups,
             o.max_concurrency ? std::to_string(*o.max_concurrency) : "unlimited", o.request_rate, threads);
   const double startup_s = static_cast<double>(SteadyClock().now_ns() - launch_ns) / 1e9;
-  SigintScope sigint;
+  StopSignalScope stop_signals;
   auto output = run_serve(run);
   if (tty) fmt::print(stderr, "\r\033[K");
   if (!output) return std::unexpected(output.error());
@@ -467,27 +528,42 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     }
     std::filesystem::path path =
         o.result_dir.empty() ? std::filesystem::path(name) : std::filesystem::path(o.result_dir) / name;
-    // The directory was checked before the run; it may have gone since.
-    if (auto again = result_directory(o.result_dir, name); !again) write_error = again.error();
-    if (!write_error) {
-      if (auto ok = json::write_file(path, json::to_string(result)); !ok) {
-        write_error = ok.error();
-      } else {
-        log::info("bench serve: wrote {}", path.string());
+    const std::string result_text = json::to_string(result);
+    std::string detailed_text;
+    if (o.save_detailed) {
+      for (const auto& r : output->records) {
+        detailed_text += json::to_string(metrics::request_record_to_json(r, output->start_ns));
+        detailed_text += '\n';
       }
     }
-    if (!write_error && o.save_detailed) {
-      std::filesystem::path detailed = path;
-      detailed.replace_extension(".requests.jsonl");
-      std::string lines;
-      for (const auto& r : output->records) {
-        lines += json::to_string(metrics::request_record_to_json(r, output->start_ns));
-        lines += '\n';
-      }
-      if (auto ok = json::write_file(detailed, lines); !ok) {
-        write_error = ok.error();
+    auto write_to = [&](const std::filesystem::path& target) -> Result<void> {
+      if (auto ok = json::write_file(target, result_text); !ok) return ok;
+      log::info("bench serve: wrote {}", target.string());
+      if (!o.save_detailed) return {};
+      const std::filesystem::path detailed = detailed_path(target);
+      if (auto ok = json::write_file(detailed, detailed_text); !ok) return ok;
+      log::info("bench serve: wrote {}", detailed.string());
+      return {};
+    };
+    // The directory was checked before the run; it may have gone since (recreated), or be
+    // unwritable now: then the measurements go to the temporary directory rather than nowhere.
+    Result<void> written;
+    if (auto dir = result_directory(o.result_dir, name); !dir) {
+      written = std::unexpected(dir.error());
+    } else {
+      written = write_to(path);
+    }
+    if (!written) {
+      write_error = written.error();
+      std::error_code ec;
+      const std::filesystem::path fallback =
+          std::filesystem::temp_directory_path(ec) / fmt::format("ixbench-{}-{}", ::getpid(), path.filename().string());
+      if (!ec && write_to(fallback)) {
+        write_error = write_error->with_context(
+            fmt::format("cannot write the result to {} (saved to {} instead)", path.string(), fallback.string()));
       } else {
-        log::info("bench serve: wrote {}", detailed.string());
+        write_error = write_error->with_context(
+            fmt::format("cannot write the result to {} (only the console summary is left)", path.string()));
       }
     }
   }
@@ -495,6 +571,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   fmt::print("{}", metrics::format_serve_summary(result));
   std::fflush(stdout);
   if (write_error) return std::unexpected(*write_error);
+  if (output->fatal) return std::unexpected(output->fatal->with_context("bench serve stopped early"));
 
   const int64_t completed = result.at("completed").as_int64();
   const int64_t failed = result.at("failed").as_int64();

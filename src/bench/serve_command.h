@@ -10,10 +10,11 @@
 // checks; print the summary.
 //
 // Exit status (returned, not thrown): 0 ok; 1 when more than `max_failed_fraction` of the
-// measured requests failed, none completed, the run was stopped early (Ctrl-C, server died), or
+// measured requests failed, none completed, the run was stopped early (Ctrl-C or SIGTERM, server
+// died, a prompt that could not be made: the result is still written), or
 // the client saturated.
 //
-// Thread-safety: one call at a time per process (it installs a SIGINT handler while running).
+// Thread-safety: one call at a time per process (it installs SIGINT and SIGTERM handlers while running).
 #pragma once
 
 #include <sys/types.h>

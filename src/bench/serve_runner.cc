@@ -589,7 +589,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   ServeRunnerOutput out;
   auto stop_reason = [&]() -> std::optional<std::string> {
     if (options.interrupt && options.interrupt->load())
-      return std::string("interrupted (Ctrl-C) before the run completed");
+      return std::string("interrupted (Ctrl-C or SIGTERM) before the run completed");
     if (!process_alive(options.server_pid)) {
       return fmt::format("server process {} exited during the run", options.server_pid);
     }
@@ -864,7 +864,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   out.extra["prompt_waits"] = waits;
   {
     std::lock_guard lock(shared.error_mutex);
-    if (shared.fatal) return std::unexpected(*shared.fatal);
+    out.fatal = shared.fatal;
   }
   return out;
 }

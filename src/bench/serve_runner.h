@@ -25,7 +25,7 @@
 // window, or the lag p99 exceeds the threshold and it reached the measurements (queue p90 above
 // the threshold, or reads without kernel timestamps).
 //
-// Stopping: `interrupt` (Ctrl-C) or the death of `server_pid` cancels everything in flight
+// Stopping: `interrupt` (Ctrl-C, SIGTERM) or the death of `server_pid` cancels everything in flight
 // (recorded as kind "cancelled"), sends nothing more, and returns what was measured.
 //
 // Thread-safety: run_serve() is a blocking call; it owns its threads. The prompt supplier is
@@ -111,10 +111,15 @@ struct ServeRunnerOutput {
   int64_t warmup_failed = 0;
   int64_t warmup_done = 0;  // warmup requests that finished (ok or failed)
   bool stopped_early = false;
+  // A client-side error that stopped the run midway (a prompt that could not be made): the run
+  // is returned with what was measured before it (stopped_early, the message in
+  // invalid_reasons), so the caller can keep that and still fail.
+  std::optional<Error> fatal;
 };
 
-// Errors only for problems of the client itself (unresolvable host, a prompt that cannot be
-// made); failures of the server are records.
+// Errors only for problems of the client itself found before the first send (unresolvable
+// host, bad schedule); failures of the server are records, and a client error during the run is
+// ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
 
 }  // namespace ix::bench

@@ -1,6 +1,9 @@
 // `ixbench bench serve`: the fixed-length serving benchmark (SPEC §4). Flag names and defaults
 // follow vLLM's `bench serve` and InferenceX; see docs/bench-serve.md.
+#include <charconv>
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "bench/serve_command.h"
 #include "cli/command.h"
@@ -48,7 +51,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--result-dir", o->result_dir, "directory for result files");
   cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
   cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
-  cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals (>= 0)")
+      ->check(unsigned_integer())
+      ->capture_default_str();
   cmd->add_option("--request-timeout", o->request_timeout_s, "seconds before a request counts as timed out")
       ->capture_default_str();
   cmd->add_option("--max-retries", o->max_retries, "resend requests failing with connect/reset/429/5xx (default: off)")

@@ -65,6 +65,13 @@ Result<std::string> RandomDataset::prompt(size_t index, int64_t tokens) const {
   return chat_->render(std::span<const tok::ChatMessage>(&message, 1), chat_options_);
 }
 
+Result<int64_t> RandomDataset::min_prompt_tokens() const {
+  if (format_ == PromptFormat::kPlain || !chat_) return 1;
+  auto overhead = chat_->overhead_tokens(synth_->tokenizer(), chat_options_);
+  if (!overhead) return std::unexpected(overhead.error());
+  return static_cast<int64_t>(*overhead) + 1;
+}
+
 PromptPrefetcher::PromptPrefetcher(const RandomDataset& dataset, std::vector<std::pair<size_t, int64_t>> order,
                                    int threads, size_t lookahead)
     : dataset_(dataset),

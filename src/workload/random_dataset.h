@@ -71,6 +71,9 @@ class RandomDataset {
   // Prompt for global index `index` (measured 0..n-1, warmups n..) with `tokens` tokens.
   // Errors: kInvalidArgument when a chat prompt is shorter than the template overhead + 1.
   Result<std::string> prompt(size_t index, int64_t tokens) const;
+  // The fewest tokens prompt() can make: 1, or with a chat format the template's own tokens + 1
+  // (checked against the drawn lengths before a run, so a short draw cannot end it midway).
+  Result<int64_t> min_prompt_tokens() const;
 
  private:
   const tok::PromptSynth* synth_;

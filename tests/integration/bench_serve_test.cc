@@ -284,7 +284,7 @@ struct Interrupted {
   std::optional<boost::json::value> result;
 };
 Interrupted interrupt_after(const ServerProcess& server, const std::string& name, std::vector<std::string> extra,
-                            int after_ms) {
+                            int after_ms, int signal_number = SIGINT) {
   const auto dir = scratch_dir(name);
   std::vector<std::string> args = {IXBENCH_BINARY,
                                    "bench",
@@ -316,7 +316,7 @@ Interrupted interrupt_after(const ServerProcess& server, const std::string& name
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-  kill(pid, SIGINT);
+  kill(pid, signal_number);
   const auto signalled = std::chrono::steady_clock::now();
   Interrupted out;
   waitpid(pid, &out.status, 0);
@@ -352,6 +352,24 @@ TEST(BenchServe, CtrlCWritesWhatWasMeasured) {
   ASSERT_TRUE(run.result.has_value()) << "no result written after Ctrl-C";
   const auto& result = run.result->as_object();
   EXPECT_NE(ix::json::to_string(result.at("invalid_reasons")).find("interrupted"), std::string::npos);
+  EXPECT_GT(num(result, "completed"), 4);
+}
+
+TEST(BenchServe, SigtermWritesWhatWasMeasured) {
+  // `timeout`, Slurm's time limit and container stops send SIGTERM first: it used to kill the
+  // client and lose the whole run.
+  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
+  ASSERT_TRUE(server);
+  auto run = interrupt_after(*server, "sigterm",
+                             {"--random-input-len", "16", "--random-output-len", "30", "--max-concurrency", "4",
+                              "--num-prompts", "400", "--num-warmups", "0"},
+                             2000, SIGTERM);
+  ASSERT_TRUE(WIFEXITED(run.status)) << "killed by SIGTERM instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(run.status), 1);
+  EXPECT_LT(run.exit_after_signal_s, 3.0);
+  ASSERT_TRUE(run.result.has_value()) << "no result written after SIGTERM";
+  const auto& result = run.result->as_object();
+  EXPECT_NE(ix::json::to_string(result.at("invalid_reasons")).find("SIGTERM"), std::string::npos);
   EXPECT_GT(num(result, "completed"), 4);
 }
 
@@ -497,18 +515,134 @@ TEST(BenchServe, UnwritableResultDirectoryIsAnErrorBeforeTheRun) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(BenchServe, InputsThatWouldFailDuringOrAfterTheRunAreRefusedBeforeIt) {
+  const auto dir = scratch_dir("refused_early");
+  const std::vector<std::string> base = {"bench",       "serve",       "--model",           "deepseek-r1",
+                                         "--tokenizer", "deepseek_v3", "--no-progress",     "--num-prompts",
+                                         "20",          "--base-url",  "http://127.0.0.1:1"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // A drawn length below the chat template's own tokens ended the run at that request and
+      // discarded everything measured before it, without naming a flag.
+      {{"--use-chat-template", "--random-input-len", "20", "--random-range-ratio", "0", "--max-concurrency", "1"},
+       "--random-input-len 20 with --random-range-ratio 0 draws 1-token prompts"},
+      {{"--backend", "openai-chat", "--random-input-len", "3"}, "(--backend openai-chat): raise them"},
+      // Every request failed with HTTP 400 (no '/' between the port and the path).
+      {{"--endpoint", "v1/completions"}, "--endpoint 'v1/completions' must be a path starting with '/'"},
+      // Found at the first send, after the tokenizer: here the bad tokenizer must not be reached.
+      {{"--extra-body", "{", "--tokenizer", "/nonexistent"}, "--extra-body"},
+      {{"--extra-body", "[1]"}, "--extra-body must be a JSON object"},
+      // The error named --base-url.
+      {{"--base-url", "", "--host", ""}, "--host must not be empty"},
+      // The nanosecond timeout overflowed: every connect timed out at once.
+      {{"--request-timeout", "1e12"}, "--request-timeout must be a number of seconds in (0, 1000000000]"},
+      // "sub/" was created as a directory before the run, and the write failed after it.
+      {{"--save-result", "--result-dir", dir.string(), "--result-filename", "sub/"},
+       "--result-filename: 'sub/' names a directory, not a file"},
+      {{"--save-result", "--result-dir", dir.string(), "--result-filename", "."}, "names a directory"},
+      // A key of spaces only.
+      {{"--metadata", " =x"}, "--metadata ' =x': expected KEY=VALUE"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 1) << c.message << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << c.message << " ran: " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "sub"));
+  // CLI11 wrapped -1 to 2^64-1 and saturated 2^64 (numpy refuses both): a usage error now.
+  for (const std::string seed : {"-1", "18446744073709551616", "1.5"}) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), {"--seed", seed});
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 2) << seed << ": " << r.err;
+    EXPECT_NE(r.err.find("--seed: '" + seed + "' is not an integer"), std::string::npos) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, AResultThatCannotBeWrittenWhereAskedIsSavedInTheTemporaryDirectory) {
+  // The result directory checked before the run is replaced by a file during it: the run used
+  // to end with "cannot create ...: Not a directory" and only the console summary.
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  const auto dir = scratch_dir("gone");
+  std::thread saboteur([&] {
+    const auto url = *ix::http::Url::parse(server->base_url());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline && finished_requests(url) < 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::filesystem::remove_all(dir / "out");
+    std::ofstream(dir / "out") << "not a directory";
+  });
+  auto r = ix::testing::run_ixbench({"bench",
+                                     "serve",
+                                     "--base-url",
+                                     server->base_url(),
+                                     "--model",
+                                     "deepseek-r1",
+                                     "--tokenizer",
+                                     "deepseek_v3",
+                                     "--no-progress",
+                                     "--random-input-len",
+                                     "16",
+                                     "--random-output-len",
+                                     "4",
+                                     "--num-prompts",
+                                     "4",
+                                     "--request-rate",
+                                     "2",
+                                     "--seed",
+                                     "1",
+                                     "--save-result",
+                                     "--save-detailed",
+                                     "--result-dir",
+                                     (dir / "out").string(),
+                                     "--result-filename",
+                                     "result.json",
+                                     "--client-lag-threshold-ms",
+                                     "1000"},
+                                    "", 60.0);
+  saboteur.join();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string marker = "saved to ";
+  const size_t at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::filesystem::path saved = r.err.substr(at + marker.size(), r.err.find(" instead", at) - at - marker.size());
+  EXPECT_EQ(saved.parent_path(), std::filesystem::temp_directory_path());
+  auto result = ix::json::read_file(saved);
+  ASSERT_TRUE(result && result->is_object()) << saved;
+  EXPECT_EQ(num(result->as_object(), "completed"), 4);
+  std::filesystem::path detailed = saved;
+  detailed.replace_extension(".requests.jsonl");
+  EXPECT_TRUE(std::filesystem::exists(detailed)) << detailed;
+  std::filesystem::remove(saved);
+  std::filesystem::remove(detailed);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BenchServe, MetadataNeverReplacesAMeasurementAndWarmupsAreCounted) {
   auto server = start_server({"--no-delay"});
   ASSERT_TRUE(server);
   // --metadata completed=999 used to overwrite "completed" with a string and end in "internal
   // error: not an int64"; num_warmups_excluded was always 0.
-  auto run = bench(*server, "metadata",
-                   {"--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "2", "--num-prompts",
-                    "4", "--metadata", "completed=999", "--metadata", "run=ci", "--metric-percentiles", "50"});
+  auto run = bench(
+      *server, "metadata",
+      {"--random-input-len", "16", "--random-output-len", "4", "--max-concurrency", "2", "--num-prompts", "4",
+       "--metadata", "completed=999", "--metadata", "run=ci", "--metadata", " tp = 8 ", "--metric-percentiles", "50"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
   ASSERT_TRUE(run.result.at("completed").is_int64());
   EXPECT_EQ(num(run.result, "completed"), 4);
   EXPECT_EQ(run.result.at("run").as_string(), "ci");
+  // Spaces around the key and the value are dropped, as vLLM's strip().
+  ASSERT_TRUE(run.result.contains("tp")) << ix::json::to_string(run.result);
+  EXPECT_EQ(run.result.at("tp").as_string(), "8");
   EXPECT_NE(run.process.err.find("--metadata completed"), std::string::npos) << run.process.err;
   EXPECT_EQ(num(run.result, "num_warmups_excluded"), 4);
   // No p99 asked for: the summary does not print a made-up 0.

@@ -250,5 +250,32 @@ TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
   EXPECT_LT(out->records[0].send_ns - out->records[0].scheduled_ns, 40'000'000);
 }
 
+TEST(ServeRunner, APromptThatCannotBeMadeMidRunKeepsWhatWasMeasured) {
+  // Before, the error was returned instead of the run: three measured requests were lost.
+  ScriptedServer server([&](int fd, const std::string&) {
+    write_all(fd, std::string(kSseHead) +
+                      ix::testing::http_chunk(
+                          "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n") +
+                      "0\r\n\r\n");
+  });
+  ServeRunnerOptions o = base_options(server.url(), 6, 1);
+  o.max_concurrency = 1;
+  o.prompt = [](size_t k, int64_t* waited) -> Result<std::string> {
+    *waited = 0;
+    if (k >= 3) return fail(ErrorCode::kInvalidArgument, "prompt 3 cannot be made");
+    return std::string(" hello");
+  };
+  auto out = run_serve(o);
+  ASSERT_TRUE(out.has_value()) << out.error().to_string();
+  ASSERT_TRUE(out->fatal.has_value());
+  EXPECT_NE(out->fatal->message().find("prompt 3 cannot be made"), std::string::npos);
+  EXPECT_TRUE(out->stopped_early);
+  int64_t succeeded = 0;
+  for (const auto& r : out->records) succeeded += r.success ? 1 : 0;
+  EXPECT_EQ(succeeded, 3);
+  ASSERT_FALSE(out->invalid_reasons.empty());
+  EXPECT_NE(out->invalid_reasons.front().find("prompt 3 cannot be made"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ix::bench

@@ -105,6 +105,19 @@ TEST_F(RandomDatasetTest, ChatTemplateOverheadIsSubtracted) {
   EXPECT_LT(tokenizer_->count_tokens(*user), 100u);
 }
 
+TEST_F(RandomDatasetTest, MinPromptTokensIsTheShortestPromptItCanMake) {
+  RandomDataset plain(*synth_, PromptFormat::kPlain, std::nullopt, 1);
+  EXPECT_EQ(*plain.min_prompt_tokens(), 1);
+  for (const auto format : {PromptFormat::kChatRendered, PromptFormat::kChatContent}) {
+    RandomDataset chat(*synth_, format, tok::ChatTemplate(tok::ChatFamily::kDeepSeekV3), 1);
+    auto shortest = chat.min_prompt_tokens();
+    ASSERT_TRUE(shortest.has_value()) << shortest.error().to_string();
+    EXPECT_GT(*shortest, 1);
+    EXPECT_TRUE(chat.prompt(0, *shortest).has_value());
+    EXPECT_FALSE(chat.prompt(0, *shortest - 1).has_value());
+  }
+}
+
 TEST_F(RandomDatasetTest, PrefetcherServesPromptsInSendOrder) {
   RandomDataset dataset(*synth_, PromptFormat::kPlain, std::nullopt, 7);
   std::vector<std::pair<size_t, int64_t>> order;
