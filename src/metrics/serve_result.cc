@@ -338,6 +338,9 @@ std::string format_serve_summary(const boost::json::object& result) {
   line_f("Request throughput (req/s):", num("request_throughput"));
   if (has("request_goodput")) line_f("Request goodput (req/s):", num("request_goodput"));
   line_f("Output token throughput (tok/s):", num("output_throughput"));
+  // vLLM prints its busiest second here; scripts grep these lines.
+  if (has("max_output_tokens_per_s")) line_f("Peak output token throughput (tok/s):", num("max_output_tokens_per_s"));
+  if (has("max_concurrent_requests")) line_f("Peak concurrent requests:", num("max_concurrent_requests"));
   line_f("Total Token throughput (tok/s):", num("total_token_throughput"));
   for (const MetricName& m : kVllmMetrics) {
     if (!result.contains(fmt::format("mean_{}_ms", m.key))) continue;
