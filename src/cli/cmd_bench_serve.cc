@@ -1,6 +1,5 @@
 // `ixbench bench serve`: the fixed-length serving benchmark (SPEC §4). Flag names and defaults
 // follow vLLM's `bench serve` and InferenceX; see docs/bench-serve.md.
-#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <string>

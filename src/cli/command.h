@@ -38,6 +38,10 @@ bool register_command(std::string_view name, SetupFn setup);
 // cmd_ file): returns the existing subcommand `name` of `parent`, or adds it.
 CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std::string& description);
 
+// Accepts an unsigned 64-bit integer as written (a seed): CLI11 would wrap "-1" to 2^64-1 and
+// saturate larger values, where numpy and Python refuse both.
+CLI::Validator unsigned_integer();
+
 // Prints "ixbench: error: <message>" to stderr and returns kExitFailure.
 int report_error(const Error& error);
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -124,6 +126,17 @@ CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std
     if (sub->get_name() == name) return sub;
   }
   return parent.add_subcommand(name, description);
+}
+
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size()) return {};
+        return "'" + text + "' is not an integer in [0, 18446744073709551615]";
+      },
+      "");
 }
 
 int report_error(const Error& error) {

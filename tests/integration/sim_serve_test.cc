@@ -238,6 +238,18 @@ TEST(SimServe, FlagErrorsAreReported) {
     EXPECT_NE(r.err.find(flag.substr(0, 9)), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
   }
+  // Seeds: CLI11 wrapped -1 to 2^64-1 and saturated 2^64; a usage error, as for bench serve.
+  for (const std::string flag : {"--seed", "--fault-seed"}) {
+    for (const std::string seed : {"-1", "18446744073709551616"}) {
+      auto r = run_ixbench({"sim", "serve", "--port", "0", "--no-delay", "--tokenizer", "none", flag, seed}, "", 20.0);
+      EXPECT_EQ(r.exit_code, 2) << flag << " " << seed << ": " << r.err;
+      EXPECT_NE(r.err.find(flag + ": '" + seed + "' is not an integer"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+    }
+  }
+  auto predict =
+      run_ixbench({"sim", "predict", "--tp", "8", "--isl", "16", "--osl", "4", "--conc", "1", "--seed", "-1"});
+  EXPECT_EQ(predict.exit_code, 2) << predict.err;
 }
 
 TEST(SimServe, PortInUseIsAnError) {
