@@ -811,6 +811,14 @@ TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
 
 // --- fault injection ---------------------------------------------------------------------------
 
+// The longest gap between two consecutive reads of a response (a stall shows as one).
+int64_t longest_gap_ns(const std::vector<int64_t>& chunk_times_ns) {
+  int64_t longest = 0;
+  for (size_t chunk = 1; chunk < chunk_times_ns.size(); ++chunk)
+    longest = std::max(longest, chunk_times_ns[chunk] - chunk_times_ns[chunk - 1]);
+  return longest;
+}
+
 TEST(SimServerFaults, ErrorRateAnswersWithConfiguredCodes) {
   FaultOptions faults;
   faults.error_rate = 1.0;
@@ -836,11 +844,7 @@ TEST(SimServerFaults, StallPausesMidStream) {
   auto response = client->read_response();
   ASSERT_TRUE(response && response->complete);
   EXPECT_EQ(sse_data_lines(response->body).size(), 11u);
-  int64_t longest = 0;
-  for (size_t index = 1; index < response->chunk_times_ns.size(); ++index) {
-    longest = std::max(longest, response->chunk_times_ns[index] - response->chunk_times_ns[index - 1]);
-  }
-  EXPECT_GE(longest, 280'000'000);
+  EXPECT_GE(longest_gap_ns(response->chunk_times_ns), 280'000'000);
 }
 
 TEST(SimServerFaults, DropClosesTheConnectionMidStream) {
@@ -968,11 +972,7 @@ TEST(SimServerFaults, MalformedAndStallHappenWhenANaturalStopComesFirst) {
     EXPECT_EQ(lines.back(), "[DONE]");
     // The last token event (finish_reason stop) comes after the faults.
     EXPECT_NE(lines[lines.size() - 2].find("\"finish_reason\":\"stop\""), std::string::npos) << response->body;
-    int64_t longest = 0;
-    for (size_t chunk = 1; chunk < response->chunk_times_ns.size(); ++chunk) {
-      longest = std::max(longest, response->chunk_times_ns[chunk] - response->chunk_times_ns[chunk - 1]);
-    }
-    EXPECT_GE(longest, 130'000'000);
+    EXPECT_GE(longest_gap_ns(response->chunk_times_ns), 130'000'000);
   }
 }
 
