@@ -687,7 +687,7 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
   double routing_exponent = 1.0;
   struct BestRound {
     double loss = 0;
-    int32_t round = 0;  // the table fitted in this round (1-based)
+    int32_t round = 0;  // refits that made this table (its name in "round N's table")
     CalibrationTable table;
     std::vector<Simulated> sims;
   };
@@ -735,40 +735,35 @@ Result<FitReport> fit_calibration(const CsvLoad& data, const FitOptions& options
     if (!best_round || loss < best_round->loss) best_round = BestRound{loss, round, std::move(table), std::move(sims)};
     table = std::move(next);
   }
-  std::optional<std::vector<Simulated>> final_from_best;
-  int32_t kept_round = options.iterations;
-  if (!options.evaluate_only) {
-    say("final: simulating every point with the fitted factors");
-    auto last = simulate_all(points, table, options);
-    const double loss = table_loss(last, table);
-    say(fmt::format("final: simulated loss of round {}'s table {:.3f}", options.iterations, loss));
-    if (best_round && best_round->loss < loss) {
-      say(fmt::format("final: keeping round {}'s table (lower simulated loss)", best_round->round));
-      table = std::move(best_round->table);
-      final_from_best = std::move(best_round->sims);
-      kept_round = best_round->round;
-    } else {
-      final_from_best = std::move(last);
-    }
-  }
-  if (!options.evaluate_only)
-    table.set_source(fmt::format(
-        "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; "
-        "{} "
-        "rounds, round {}'s table kept (the lowest simulated loss); levels: all hardware (defaults), per hardware "
-        "(hw/*/*), per hardware/framework/precision with >= 3 "
-        "points{}; Huber loss on log errors, delta {}; expert routing exponent {} (searched over {})",
-        std::count(fitted.begin(), fitted.end(), true), holdout_description(options), options.iterations, kept_round,
-        options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
-        fmt::join(options.routing_exponents, ", ")));
-
-  if (options.evaluate_only) say("simulating every point with the built-in factors");
-  const auto final_sims = final_from_best ? std::move(*final_from_best) : simulate_all(points, table, options);
-  if (options.evaluate_only)
+  std::vector<Simulated> final_sims;
+  if (options.evaluate_only) {
+    say("simulating every point with the built-in factors");
+    final_sims = simulate_all(points, table, options);
     say(
         fmt::format("simulated loss of the built-in table on these points {:.3f} (the fit's objective: compare "
                     "with a refit's 'final: simulated loss')",
                     table_loss(final_sims, table)));
+  } else {
+    say("final: simulating every point with the fitted factors");
+    final_sims = simulate_all(points, table, options);
+    const double loss = table_loss(final_sims, table);
+    say(fmt::format("final: simulated loss of round {}'s table {:.3f}", options.iterations, loss));
+    int32_t kept_round = options.iterations;
+    if (best_round && best_round->loss < loss) {
+      say(fmt::format("final: keeping round {}'s table (lower simulated loss)", best_round->round));
+      table = std::move(best_round->table);
+      final_sims = std::move(best_round->sims);
+      kept_round = best_round->round;
+    }
+    table.set_source(fmt::format(
+        "fitted by `ixbench sim calibrate` on {} measured DeepSeek-R1 points (data/calibration/measured_dsr1.csv){}; "
+        "{} rounds, round {}'s table kept (the lowest simulated loss); levels: all hardware (defaults), per "
+        "hardware (hw/*/*), per hardware/framework/precision with >= 3 points{}; Huber loss on log errors, delta {}; "
+        "expert routing exponent {} (searched over {})",
+        std::count(fitted.begin(), fitted.end(), true), holdout_description(options), options.iterations, kept_round,
+        options.spec_groups ? ", and per speculative-decoding method" : "", options.huber_delta, routing_exponent,
+        fmt::join(options.routing_exponents, ", ")));
+  }
   FitReport report;
   report.table = std::move(table);
   report.skipped = data.skipped;
