@@ -17,6 +17,10 @@
 //      /metrics; for TTFT its first tokens' lateness, ixbench:first_token_delivery_lateness_seconds),
 //      so the client's added error is separated from the server's. 10,000 streams at
 //      10 ms ask the server for ~1M token events/s; "due" vs "got" shows what it delivered.
+//   --raw-variants: beside each raw reader, the raw epoll reader stopping at a short read (one
+//   recvmsg per event, as the client reads) and, when built with liburing, an io_uring reader
+//   (multishot recvmsg with SO_TIMESTAMPNS from a provided-buffer ring; no system call per read):
+//   whether the paced floor is the system calls or the TCP receive path.
 //   Failures are printed by kind with an example message; requests still in flight when a
 //   window ends are "cancelled", not failures.
 //
@@ -29,6 +33,7 @@
 //        [--duration-s 10] [--server-threads 8] [--client-cpus 0,1] [--server-cpus 2-9]
 //        [--accuracy-concurrency 256,1024,10000] [--accuracy-itl-ms 10] [--accuracy-ttft-ms 50]
 //        [--accuracy-output-len 100] [--accuracy-rounds 2] [--server-url URL] [--ixbench PATH] [--skip-raw]
+//        [--raw-variants]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -41,6 +46,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if IXBENCH_HAVE_URING
+#include <liburing.h>
+#endif
 
 #include <atomic>
 #include <boost/json.hpp>
@@ -53,6 +61,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -83,6 +92,7 @@ struct Flags {
   std::string server_url;
   std::string ixbench;
   bool skip_raw = false;
+  bool raw_variants = false;  // also the raw reader with one read per event, and through io_uring
 };
 
 std::vector<int> parse_cpus(const std::string& text) {
@@ -283,7 +293,8 @@ struct RawResult {
 
 // Phase 1: the ceiling. One request per connection (Connection: close) so the end of a response
 // is the EOF and nothing has to be parsed.
-RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, double duration_s) {
+RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, double duration_s,
+                     bool short_read_drains = false) {
   const std::string request = request_bytes(url, completion_body(output_len), true);
   std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0}, total_cpu_ns{0};
   std::atomic<bool> stop{false};
@@ -332,6 +343,9 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, 
               ++p;
             }
             prev = end[-1];
+            // Level-triggered: a short read drained the socket (as the client assumes); if more
+            // arrived meanwhile, epoll reports it again.
+            if (short_read_drains && static_cast<size_t>(r) < buf.size()) break;
             continue;
           }
           if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -373,6 +387,183 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, 
   return {events / secs, static_cast<double>(total_bytes) / secs, streams.load(),
           events > 0 ? static_cast<double>(total_cpu_ns) / events : 0.0};
 }
+
+#if IXBENCH_HAVE_URING
+// Phase 1 and paced ceilings through io_uring instead of epoll: each connection has one multishot
+// recvmsg (SO_TIMESTAMPNS cmsg, as the client would need) drawing from a provided-buffer ring, so
+// a batch of arrivals costs one io_uring_enter instead of an epoll_wait plus one recvmsg each.
+// Counts bytes and "\n\n" event ends like raw_reader(); prints why when io_uring is unavailable.
+RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurrency, int output_len,
+                           double duration_s) {
+  const std::string request = request_bytes(url, completion_body(output_len), true);
+  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0}, total_cpu_ns{0}, stamped{0};
+  std::atomic<bool> stop{false}, failed{false};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(url.port);
+  inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
+  auto worker = [&](int conns) {
+    const int64_t cpu0 = thread_cpu_ns();
+    io_uring ring{};
+    io_uring_params params{};
+    params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    params.cq_entries = 65536;
+    int rc = io_uring_queue_init_params(4096, &ring, &params);
+    if (rc < 0) {
+      params = {};
+      params.flags = IORING_SETUP_CQSIZE;
+      params.cq_entries = 65536;
+      rc = io_uring_queue_init_params(4096, &ring, &params);
+    }
+    if (rc < 0) {
+      fmt::print(stderr, "io_uring unavailable: {}\n", std::strerror(-rc));
+      failed = true;
+      return;
+    }
+    constexpr unsigned kBufs = 4096;
+    constexpr size_t kBufSize = 8192;
+    std::vector<char> storage(kBufs * kBufSize);
+    void* br_mem = nullptr;
+    const size_t br_size = kBufs * sizeof(io_uring_buf);
+    if (posix_memalign(&br_mem, 4096, br_size) != 0) return;
+    auto* br = static_cast<io_uring_buf_ring*>(br_mem);
+    io_uring_buf_ring_init(br);
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<uint64_t>(br);
+    reg.ring_entries = kBufs;
+    reg.bgid = 0;
+    rc = io_uring_register_buf_ring(&ring, &reg, 0);
+    if (rc < 0) {
+      fmt::print(stderr, "io_uring provided buffers unavailable: {}\n", std::strerror(-rc));
+      failed = true;
+      io_uring_queue_exit(&ring);
+      free(br_mem);
+      return;
+    }
+    const int mask = io_uring_buf_ring_mask(kBufs);
+    for (unsigned i = 0; i < kBufs; ++i) io_uring_buf_ring_add(br, storage.data() + i * kBufSize, kBufSize, i, mask, i);
+    io_uring_buf_ring_advance(br, kBufs);
+    msghdr templ{};
+    templ.msg_controllen = CMSG_SPACE(sizeof(timespec));
+    std::unordered_map<int, char> open_fds;  // fd -> last byte seen
+    auto get_sqe = [&] {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+      if (!sqe) {
+        io_uring_submit(&ring);
+        sqe = io_uring_get_sqe(&ring);
+      }
+      return sqe;
+    };
+    auto arm = [&](int fd) {
+      io_uring_sqe* sqe = get_sqe();
+      io_uring_prep_recvmsg_multishot(sqe, fd, &templ, 0);
+      sqe->flags |= IOSQE_BUFFER_SELECT;
+      sqe->buf_group = 0;
+      io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(fd));
+    };
+    auto open_one = [&] {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        close(fd);
+        return;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+      (void)!write(fd, request.data(), request.size());
+      open_fds[fd] = 0;
+      arm(fd);
+    };
+    auto close_one = [&](int fd) {
+      linger reset{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+      close(fd);
+      open_fds.erase(fd);
+    };
+    for (int i = 0; i < conns; ++i) open_one();
+    int64_t bytes = 0, evs = 0, stamps = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      __kernel_timespec ts{0, 100'000'000};
+      io_uring_cqe* cqe = nullptr;
+      rc = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
+      if (rc < 0 && rc != -ETIME && rc != -EINTR) {
+        fmt::print(stderr, "io_uring wait: {}\n", std::strerror(-rc));
+        failed = true;
+        break;
+      }
+      unsigned head, seen = 0, recycled = 0;
+      io_uring_for_each_cqe(&ring, head, cqe) {
+        ++seen;
+        const int fd = static_cast<int>(cqe->user_data);
+        const bool more = cqe->flags & IORING_CQE_F_MORE;
+        if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+          const unsigned id = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+          char* buf = storage.data() + id * kBufSize;
+          msghdr m = templ;
+          auto* out = io_uring_recvmsg_validate(buf, cqe->res, &m);
+          if (out) {
+            for (cmsghdr* cm = io_uring_recvmsg_cmsg_firsthdr(out, &m); cm;
+                 cm = io_uring_recvmsg_cmsg_nexthdr(out, &m, cm)) {
+              if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) ++stamps;
+            }
+            const auto n = io_uring_recvmsg_payload_length(out, cqe->res, &m);
+            if (n > 0) {
+              const char* p = static_cast<const char*>(io_uring_recvmsg_payload(out, &m));
+              const char* end = p + n;
+              bytes += n;
+              char& prev = open_fds[fd];
+              if (prev == '\n' && *p == '\n') ++evs;
+              while ((p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)))) && p + 1 < end) {
+                if (p[1] == '\n') ++evs;
+                ++p;
+              }
+              prev = end[-1];
+            } else if (!more) {
+              // EOF: a zero-length payload ends the multishot.
+            }
+          }
+          io_uring_buf_ring_add(br, buf, kBufSize, static_cast<unsigned short>(id), mask, static_cast<int>(recycled));
+          ++recycled;
+        }
+        if (!more && open_fds.count(fd)) {
+          if (cqe->res == -ENOBUFS) {
+            arm(fd);
+          } else {
+            close_one(fd);
+            streams.fetch_add(1);
+            open_one();
+          }
+        }
+      }
+      if (recycled) io_uring_buf_ring_advance(br, static_cast<int>(recycled));
+      io_uring_cq_advance(&ring, seen);
+    }
+    total_bytes += bytes;
+    total_events += evs;
+    stamped += stamps;
+    total_cpu_ns += thread_cpu_ns() - cpu0;
+    for (auto& [fd, last] : open_fds) {
+      linger reset{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+      close(fd);
+    }
+    io_uring_queue_exit(&ring);
+    free(br_mem);
+  };
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < f.threads; ++t)
+    threads.emplace_back(worker, concurrency / f.threads + (t < concurrency % f.threads));
+  std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
+  stop = true;
+  for (auto& t : threads) t.join();
+  if (failed) return {};
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto events = static_cast<double>(total_events);
+  return {events / secs, static_cast<double>(total_bytes) / secs, streams.load(),
+          events > 0 ? static_cast<double>(total_cpu_ns) / events : 0.0};
+}
+#endif
 
 struct ClientResult {
   double events_per_s = 0;
@@ -611,6 +802,8 @@ int main(int argc, char** argv) {
       f.ixbench = next();
     else if (a == "--skip-raw")
       f.skip_raw = true;
+    else if (a == "--raw-variants")
+      f.raw_variants = true;
     else {
       fmt::print(stderr, "unknown flag {} (see the header of bench/client_capacity.cc)\n", a);
       return 2;
@@ -647,6 +840,13 @@ int main(int argc, char** argv) {
   RawResult raw;
   if (!f.skip_raw) {
     raw = raw_reader(url, f, f.concurrency, f.output_len, f.duration_s);
+#if IXBENCH_HAVE_URING
+    if (f.raw_variants) {
+      const RawResult ur = raw_reader_uring(url, f, f.concurrency, f.output_len, f.duration_s);
+      fmt::print("ceiling through io_uring: {:.0f} events/s, {:.0f} ns CPU per event\n", ur.events_per_s,
+                 ur.cpu_ns_per_event);
+    }
+#endif
     fmt::print(
         "ceiling (raw reader, no parsing): {:.0f} events/s, {:.1f} MB/s, {} streams completed, {:.0f} ns CPU per "
         "event\n",
@@ -709,6 +909,16 @@ int main(int argc, char** argv) {
     if (!f.skip_raw) {
       const double window_s = f.accuracy_rounds * (ttft_ms + (acc_len - 1) * itl_ms) / 1e3;
       paced_raw = raw_reader(acc_url, f, c, acc_len, window_s);
+      if (f.raw_variants) {
+        const RawResult shortr = raw_reader(acc_url, f, c, acc_len, window_s, true);
+        fmt::print("{:>7} raw epoll, one read per event (short read = drained): {:.0f} ev/s, {:.0f} ns CPU per event\n",
+                   c, shortr.events_per_s, shortr.cpu_ns_per_event);
+#if IXBENCH_HAVE_URING
+        const RawResult ur = raw_reader_uring(acc_url, f, c, acc_len, window_s);
+        fmt::print("{:>7} raw io_uring multishot recvmsg + timestamps: {:.0f} ev/s, {:.0f} ns CPU per event\n", c,
+                   ur.events_per_s, ur.cpu_ns_per_event);
+#endif
+      }
     }
     LatenessScrapes before;
     ClientResult acc = run_client(acc_url, f, c, acc_len, int64_t{f.accuracy_rounds} * c, 1e9,
