@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include "common/json_io.h"
 #include "common/log.h"
 #include "metrics/serve_result.h"
+#include "metrics/statistics.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/prompt_synth.h"
 #include "tokenizer/tokenizer.h"
@@ -79,16 +81,23 @@ std::string trimmed(std::string_view text) {
   return std::string(text.substr(first, text.find_last_not_of(kSpace) - first + 1));
 }
 
-std::vector<std::string> split(std::string_view text, char sep) {
+// Every item between separators, trimmed, empty ones included ("90,,99" has three).
+std::vector<std::string> split_all(std::string_view text, char sep) {
   std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find(sep, pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string item = trimmed(text.substr(pos, end - pos));
-    if (!item.empty()) out.push_back(item);
+    out.push_back(trimmed(text.substr(pos, end - pos)));
     pos = end + 1;
   }
+  return out;
+}
+
+// The non-empty items.
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out = split_all(text, sep);
+  std::erase_if(out, [](const std::string& item) { return item.empty(); });
   return out;
 }
 
@@ -100,6 +109,37 @@ Result<double> parse_double(std::string_view text, std::string_view flag) {
     return fail(ErrorCode::kInvalidArgument, fmt::format("{}: '{}' is not a number", flag, text));
   }
   return v;
+}
+
+// --metric-percentiles: numbers in [0, 100] separated by commas, each given once. vLLM fails on
+// an empty item (float('')); dropping it silently left "" reporting no percentile at all, and a
+// repeated value printed its summary lines twice and wrote its JSON key twice.
+Result<std::vector<double>> parse_metric_percentiles(std::string_view text) {
+  auto refuse = [text](std::string_view problem) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--metric-percentiles '{}': {}; list distinct numbers in [0, 100] separated by commas, "
+                            "e.g. --metric-percentiles 90,99,99.9",
+                            text, problem));
+  };
+  if (trimmed(text).empty()) return refuse("no percentile given");
+  std::vector<double> out;
+  std::vector<std::string> given;  // as written, beside `out`
+  const std::vector<std::string> items = split_all(text, ',');
+  for (size_t index = 0; index < items.size(); ++index) {
+    const std::string& item = items[index];
+    if (item.empty()) return refuse(fmt::format("item {} of {} is empty", index + 1, items.size()));
+    auto value = parse_double(item, "--metric-percentiles");
+    if (!value || !(*value >= 0 && *value <= 100)) return refuse(fmt::format("'{}' is not a number in [0, 100]", item));
+    // Equal values share one result key (p99 for "99" and "99.0").
+    if (const auto seen = std::find(out.begin(), out.end(), *value); seen != out.end()) {
+      const std::string& first = given[static_cast<size_t>(seen - out.begin())];
+      return refuse(fmt::format("percentile {} is given twice{}", metrics::percentile_label(*value),
+                                first == item ? "" : fmt::format(" ('{}' and '{}')", first, item)));
+    }
+    out.push_back(*value);
+    given.push_back(item);
+  }
+  return out;
 }
 
 std::string local_date_stamp() {
@@ -274,14 +314,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
                   fmt::format("--percentile-metrics: unknown metric '{}' (use ttft, tpot, itl, e2el)", m));
     }
   }
-  info.metric_percentiles.clear();
-  for (const auto& p : split(o.metric_percentiles, ',')) {
-    auto v = parse_double(p, "--metric-percentiles");
-    if (!v) return std::unexpected(v.error());
-    if (!(*v >= 0 && *v <= 100))
-      return fail(ErrorCode::kInvalidArgument, fmt::format("--metric-percentiles must be in [0, 100], got '{}'", p));
-    info.metric_percentiles.push_back(*v);
-  }
+  auto percentiles = parse_metric_percentiles(o.metric_percentiles);
+  if (!percentiles) return std::unexpected(percentiles.error());
+  info.metric_percentiles = std::move(*percentiles);
   for (const auto& g : o.goodput) {
     const size_t colon = g.find(':');
     const std::string name = g.substr(0, colon);

@@ -42,6 +42,13 @@ CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std
 // saturate larger values, where numpy and Python refuse both.
 CLI::Validator unsigned_integer();
 
+// Accepts a signed 64-bit integer written in decimal (a length or a count), as Python's int()
+// reads it. CLI11 alone saturates out-of-range text at +-(2^63-1), so a later range error quoted
+// 9223372036854775807 instead of what the user typed, and it reads "010" as octal 8. Attach it
+// with Option::transform: it rewrites the text to plain decimal digits, which CLI11 then converts
+// exactly, and refuses anything else quoting the text as given (a usage error, exit 2).
+CLI::Validator signed_integer();
+
 // Prints "ixbench: error: <message>" to stderr and returns kExitFailure.
 int report_error(const Error& error);
 

@@ -139,6 +139,23 @@ CLI::Validator unsigned_integer() {
       "");
 }
 
+CLI::Validator signed_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::string_view digits = text;
+        if (digits.starts_with('+')) digits.remove_prefix(1);
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (digits.empty() || digits.starts_with('-') != text.starts_with('-') || ec != std::errc() ||
+            end != digits.data() + digits.size()) {
+          return "'" + text + "' is not an integer in [-9223372036854775808, 9223372036854775807]";
+        }
+        text = std::to_string(value);
+        return {};
+      },
+      "");
+}
+
 int report_error(const Error& error) {
   std::fprintf(stderr, "ixbench: error: %s\n", error.message().c_str());
   return kExitFailure;

@@ -555,6 +555,61 @@ TEST(BenchServe, InputsThatWouldFailDuringOrAfterTheRunAreRefusedBeforeIt) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(BenchServe, EmptyOrRepeatedMetricPercentilesAreRefusedBeforeTheRun) {
+  // An empty list or item was dropped silently ("" reported no percentile at all; vLLM fails on
+  // float('')), and a repeated value printed its summary lines twice and wrote its key twice.
+  const std::vector<std::string> base = {"bench",         "serve",       "--model",      "deepseek-r1",
+                                         "--tokenizer",   "deepseek_v3", "--base-url",   "http://127.0.0.1:1",
+                                         "--num-prompts", "1",           "--no-progress"};
+  const std::string example = "e.g. --metric-percentiles 90,99,99.9";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "--metric-percentiles '': no percentile given"},
+      {" ", "--metric-percentiles ' ': no percentile given"},
+      {"90,,99", "--metric-percentiles '90,,99': item 2 of 3 is empty"},
+      {"90,99,", "--metric-percentiles '90,99,': item 3 of 3 is empty"},
+      {"99,99", "--metric-percentiles '99,99': percentile 99 is given twice"},
+      {"90,99,99.0", "--metric-percentiles '90,99,99.0': percentile 99 is given twice ('99' and '99.0')"},
+      {"90,abc", "--metric-percentiles '90,abc': 'abc' is not a number in [0, 100]"},
+  };
+  for (const auto& [value, message] : cases) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), {"--metric-percentiles", value});
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 1) << "'" << value << "': " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(example), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << "'" << value << "' ran: " << r.err;
+  }
+}
+
+TEST(BenchServe, LengthAndCountFlagsAreReadAsTypedOrRefusedQuotingTheText) {
+  const std::vector<std::string> base = {"bench",        "serve",       "--model",    "deepseek-r1",
+                                         "--tokenizer",  "deepseek_v3", "--base-url", "http://127.0.0.1:1",
+                                         "--no-progress"};
+  // CLI11 saturated these at 2^63-1, and the range error then reported 9223372036854775807 (or,
+  // for --max-concurrency, asked for that many open files) instead of what was typed.
+  for (const std::string flag :
+       {"--random-input-len", "--random-output-len", "--num-prompts", "--max-concurrency", "--num-warmups"}) {
+    for (const std::string value : {"99999999999999999999", "-99999999999999999999", "12abc", ""}) {
+      std::vector<std::string> argv = base;
+      argv.insert(argv.end(), {flag, value});
+      auto r = ix::testing::run_ixbench(argv, "", 60.0);
+      EXPECT_EQ(r.exit_code, 2) << flag << " " << value << ": " << r.err;
+      EXPECT_NE(r.err.find(flag + ": '" + value + "' is not an integer"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("got 9223372036854775807"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("requests failed"), std::string::npos) << flag << " ran: " << r.err;
+    }
+  }
+  // Decimal, as Python's int(): "0100000000" was octal (16777216) to CLI11.
+  for (const std::string value : {"0100000000", "+100000000"}) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), {"--num-prompts", value});
+    auto r = ix::testing::run_ixbench(argv, "", 60.0);
+    EXPECT_EQ(r.exit_code, 1) << value << ": " << r.err;
+    EXPECT_NE(r.err.find("--num-prompts must be in [1, 10000000], got 100000000\n"), std::string::npos) << r.err;
+  }
+}
+
 TEST(BenchServe, AResultThatCannotBeWrittenWhereAskedIsSavedInTheTemporaryDirectory) {
   // The result directory checked before the run is replaced by a file during it: the run used
   // to end with "cannot create ...: Not a directory" and only the console summary.
