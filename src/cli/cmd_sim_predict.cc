@@ -134,7 +134,7 @@ int run_predict(const PredictFlags& flags) {
       base.spec_decoding = *spec;
     else
       return report_error(spec.error());
-    auto row = sim::parse_sweep_row_text(row_text, base);
+    auto row = sim::parse_sweep_row_text(row_text, base, flags.row_file.empty() ? "--row" : flags.row_file);
     if (!row) return report_error(row.error());
     options.engine = row->engine;
     options.model_id = row->model_id;

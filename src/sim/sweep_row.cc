@@ -420,13 +420,16 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
   return workload;
 }
 
-Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineConfig& base) {
-  auto value = json::parse(text, "--row");
+Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineConfig& base, const std::string& source) {
+  auto value = json::parse(text, source);
   if (!value) return fail(value.error());
   if (value->is_array() && value->as_array().size() == 1)
-    return parse_sweep_row_text(json::to_string(value->as_array()[0]), base);
-  if (!value->is_object()) return fail(ErrorCode::kParse, "--row: expected one JSON object (a sweep row)");
-  return parse_sweep_row(value->as_object(), base);
+    return parse_sweep_row_text(json::to_string(value->as_array()[0]), base, source);
+  if (!value->is_object())
+    return fail(ErrorCode::kParse, fmt::format("{}: expected one JSON object (a sweep row)", source));
+  auto row = parse_sweep_row(value->as_object(), base);
+  if (!row && source != "--row") return fail(row.error().with_context(source));
+  return row;
 }
 
 }  // namespace ix::sim

@@ -47,6 +47,8 @@ RecipeNameHints recipe_name_hints(std::string_view config_file);
 
 // `base` supplies everything the row does not say (scheduler limits, seed, catalog dir).
 Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base);
-Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineConfig& base);
+// `source` names the text in errors: "--row" for the flag's text, the path for a --row-file.
+Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineConfig& base,
+                                         const std::string& source = "--row");
 
 }  // namespace ix::sim

@@ -63,6 +63,18 @@ TEST(SweepRow, MalformedRowsAreErrors) {
   EXPECT_NE(bad_hw.error().message().find("unknown hardware"), std::string::npos);
 }
 
+TEST(SweepRow, ErrorsNameTheRowFile) {
+  auto syntax = parse_sweep_row_text("{\"model\":\n", EngineConfig{}, "rows/r1.json");
+  ASSERT_FALSE(syntax);
+  EXPECT_EQ(syntax.error().message().rfind("rows/r1.json:2:", 0), 0u) << syntax.error().message();
+  auto no_runner = parse_sweep_row_text(R"({"model": "dsr1"})", EngineConfig{}, "rows/r1.json");
+  ASSERT_FALSE(no_runner);
+  EXPECT_NE(no_runner.error().message().find("rows/r1.json"), std::string::npos) << no_runner.error().message();
+  auto not_object = parse_sweep_row_text("[1, 2]", EngineConfig{}, "rows/r1.json");
+  ASSERT_FALSE(not_object);
+  EXPECT_EQ(not_object.error().message().rfind("rows/r1.json: expected one JSON object", 0), 0u);
+}
+
 TEST(SweepRow, DecodeMtpSizeOneWithoutAnAcceptanceLengthUsesTheModelsAcceptanceAtOneDraft) {
   // amd-master's mi355x sglang-disagg MTP rows: DECODE_MTP_SIZE=1 and no acceptance length. The
   // model default (DeepSeek-R1: AL 2.4 at 3 drafts) exceeds 1 + 1 and used to fail validation.
