@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/json_io.h"
@@ -18,12 +19,15 @@ namespace ix::sim {
 namespace {
 
 // Reads numeric and string fields with the entry name in every error, so a bad catalog edit is
-// found at once.
+// found at once; a field it was never asked for (a misspelt name, whose value would otherwise be
+// silently replaced by an error about the real name or, for an optional field, ignored) is an
+// error too.
 class EntryReader {
  public:
   EntryReader(const boost::json::object& object, std::string where) : object_(object), where_(std::move(where)) {}
 
   double number(std::string_view key) {
+    known(key);
     auto value = json::get_number(object_, key);
     if (!value) {
       note(value.error());
@@ -32,6 +36,7 @@ class EntryReader {
     return *value;
   }
   int32_t integer(std::string_view key) {
+    known(key);
     auto value = json::get_int(object_, key);
     if (!value) {
       note(value.error());
@@ -40,6 +45,7 @@ class EntryReader {
     return static_cast<int32_t>(*value);
   }
   std::string text(std::string_view key) {
+    known(key);
     auto value = json::get_string(object_, key);
     if (!value) {
       note(value.error());
@@ -49,6 +55,7 @@ class EntryReader {
   }
   std::vector<std::string> strings(std::string_view key) {
     std::vector<std::string> out;
+    known(key);
     auto it = object_.find(key);
     if (it == object_.end()) return out;
     if (!it->value().is_array()) {
@@ -64,8 +71,17 @@ class EntryReader {
     }
     return out;
   }
+  // A field read without this reader.
+  void known(std::string_view key) { known_.emplace(key); }
   Result<void> status() const {
     if (first_error_) return fail(ErrorCode::kParse, *first_error_);
+    for (const auto& field : object_) {
+      if (known_.count(std::string(field.key()))) continue;
+      std::string names;
+      for (const auto& name : known_) names += (names.empty() ? "" : ", ") + name;
+      return fail(ErrorCode::kParse,
+                  fmt::format("{}: unknown field '{}' (misspelt? the fields are: {})", where_, field.key(), names));
+    }
     return {};
   }
 
@@ -76,6 +92,7 @@ class EntryReader {
   const boost::json::object& object_;
   std::string where_;
   std::optional<std::string> first_error_;
+  std::set<std::string> known_;
 };
 
 Result<const boost::json::array*> entries(const boost::json::value& root, std::string_view key, std::string_view file) {
@@ -110,6 +127,7 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
   spec.scaleout_latency_s = reader.number("scaleout_latency_us") * 1e-6;
   spec.gpus_per_node = reader.integer("gpus_per_node");
   spec.source = reader.text("source");
+  reader.known("calibration_sibling");
   if (auto it = object.find("calibration_sibling"); it != object.end()) {
     if (!it->value().is_string())
       return fail(ErrorCode::kParse, fmt::format("{}: 'calibration_sibling' must be a hardware name", where));

@@ -170,6 +170,24 @@ TEST(CalibrationTable, SingleNodeEnginesBorrowTheSiblingWhenTheDeviceHasNoSingle
   EXPECT_EQ(round_trip->groups()[0].single_node_rows, 0);
 }
 
+TEST(Catalog, MisspeltFieldsAreRejected) {
+  // "hbm_bandwdith_tb_s" beside the real field loaded silently: the typo's value was never used.
+  auto hardware = boost::json::parse(embedded_hardware_json()).as_object();
+  hardware.at("hardware").as_array()[0].as_object()["hbm_bandwdith_tb_s"] = 3.0;
+  auto bad_hw = Catalog::parse(boost::json::serialize(hardware), embedded_models_json());
+  ASSERT_FALSE(bad_hw);
+  EXPECT_NE(bad_hw.error().message().find("unknown field 'hbm_bandwdith_tb_s'"), std::string::npos)
+      << bad_hw.error().message();
+  EXPECT_NE(bad_hw.error().message().find("hardware.json: entry '"), std::string::npos);
+  auto models = boost::json::parse(embedded_models_json()).as_object();
+  models.at("models").as_array()[0].as_object()["num_mtp_layer"] = 1;
+  auto bad_model = Catalog::parse(embedded_hardware_json(), boost::json::serialize(models));
+  ASSERT_FALSE(bad_model);
+  EXPECT_NE(bad_model.error().message().find("unknown field 'num_mtp_layer'"), std::string::npos)
+      << bad_model.error().message();
+  EXPECT_NE(bad_model.error().message().find("num_mtp_layers"), std::string::npos);  // the list of real ones
+}
+
 TEST(Catalog, CalibrationSiblingMustNameAnotherEntry) {
   auto hardware = boost::json::parse(embedded_hardware_json()).as_object();
   auto& entries = hardware.at("hardware").as_array();
