@@ -128,7 +128,11 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
     }
     escaped += c;
   }
-  std::string labels = fmt::format("model_name=\"{}\"", escaped);
+  // vLLM v1 labels every series with its engine index beside the model ("engine" first, as
+  // prometheus_client prints labels sorted); the simulator is one engine. ixbench's own series
+  // carry the model only.
+  const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", escaped);
+  const std::string ixbench_labels = fmt::format("model_name=\"{}\"", escaped);
   gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
         static_cast<double>(engine.num_requests_running));
   gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge", labels,
@@ -170,15 +174,15 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",
-      "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", labels);
+      "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", ixbench_labels);
   first_token_lateness_.render(out, "ixbench:first_token_delivery_lateness_seconds",
                                "Histogram of each stream's first token event's delivery time minus its scheduled time.",
-                               labels);
-  gauge(out, "ixbench:profile_starts_total", "Calls of /start_profile.", "counter", labels,
+                               ixbench_labels);
+  gauge(out, "ixbench:profile_starts_total", "Calls of /start_profile.", "counter", ixbench_labels,
         static_cast<double>(profile_starts_.load(std::memory_order_relaxed)));
-  gauge(out, "ixbench:profile_stops_total", "Calls of /stop_profile.", "counter", labels,
+  gauge(out, "ixbench:profile_stops_total", "Calls of /stop_profile.", "counter", ixbench_labels,
         static_cast<double>(profile_stops_.load(std::memory_order_relaxed)));
-  gauge(out, "ixbench:injected_faults_total", "Requests given an injected fault.", "counter", labels,
+  gauge(out, "ixbench:injected_faults_total", "Requests given an injected fault.", "counter", ixbench_labels,
         static_cast<double>(faults_.load(std::memory_order_relaxed)));
   return out;
 }

@@ -1,5 +1,6 @@
-// The front's Prometheus metrics, with vLLM's names (`vllm:` prefix, model_name label), so
-// dashboards and scrapers written for vLLM read `ixbench sim serve` unchanged.
+// The front's Prometheus metrics, with vLLM's names and labels (`vllm:` prefix; `engine="0"` and
+// `model_name` on every vllm: series, as vLLM v1 labels them; ixbench: series carry model_name
+// only), so dashboards and scrapers written for vLLM read `ixbench sim serve` unchanged.
 //
 // Engine counters and gauges (running/waiting requests, KV usage, prefix cache, token totals,
 // speculative decoding) come from LiveEngine::metrics(); the front adds what it measures itself:

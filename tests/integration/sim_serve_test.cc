@@ -87,7 +87,7 @@ TEST(SimServe, CostModelIsTheDefaultEngine) {
   ASSERT_GE(lines.size(), 3u);
   EXPECT_NE(lines[lines.size() - 2].find("\"completion_tokens\":8"), std::string::npos) << lines[lines.size() - 2];
   auto metrics = request(*server, make_get("/metrics")).body;
-  EXPECT_NE(metrics.find("vllm:generation_tokens_total{model_name=\"deepseek-r1\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"deepseek-r1\"}"), std::string::npos);
 }
 
 TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
@@ -112,9 +112,13 @@ TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
   // Speculative decoding: steps emit several tokens, so there are fewer events than tokens.
   EXPECT_LT(first_lines.size() - 2, 40u);
   auto metrics = request(*server, make_get("/metrics")).body;
-  EXPECT_EQ(metrics.find("vllm:prefix_cache_hits_total{model_name=\"deepseek-r1\"} 0.0"), std::string::npos);
-  EXPECT_EQ(metrics.find("vllm:spec_decode_num_accepted_tokens_total{model_name=\"deepseek-r1\"} 0.0"),
-            std::string::npos);
+  for (const std::string name : {"vllm:prefix_cache_hits_total", "vllm:spec_decode_num_accepted_tokens_total"}) {
+    // Labelled as vLLM v1 labels its series, and not zero.
+    const std::string series = name + "{engine=\"0\",model_name=\"deepseek-r1\"} ";
+    const size_t at = metrics.find(series);
+    ASSERT_NE(at, std::string::npos) << series << "\n" << metrics;
+    EXPECT_NE(metrics.substr(at + series.size(), 4), "0.0\n") << series;
+  }
 }
 
 TEST(SimServe, ChatWithoutMaxTokensEndsAtARealisticNaturalLength) {

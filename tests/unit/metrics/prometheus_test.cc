@@ -39,6 +39,49 @@ TEST(Prometheus, WindowSummaryFromVllmCounters) {
   EXPECT_DOUBLE_EQ(w.at("configured_acceptance_length").as_double(), 2.5);
 }
 
+// vLLM v1 (and `ixbench sim serve`) label every series engine="0" beside model_name, one series
+// per engine with data parallelism; vLLM before v1 had model_name alone. The server-side view is
+// the same from either shape.
+TEST(Prometheus, WindowSummaryIsTheSameWithOrWithoutTheEngineLabel) {
+  auto counters = [](std::string_view labels, double accepted, double drafts, double queries, double hits,
+                     double finished) {
+    const std::pair<std::string, double> series[] = {{"vllm:spec_decode_num_accepted_tokens_total", accepted},
+                                                     {"vllm:spec_decode_num_drafts_total", drafts},
+                                                     {"vllm:spec_decode_num_draft_tokens_total", 3 * drafts},
+                                                     {"vllm:prefix_cache_queries_total", queries},
+                                                     {"vllm:prefix_cache_hits_total", hits},
+                                                     {"vllm:prompt_tokens_total", queries}};
+    std::string text;
+    for (const auto& [name, value] : series) {
+      text += "# TYPE " + name + " counter\n" + name + "{" + std::string(labels) + "} " + std::to_string(value) + "\n";
+    }
+    text += "vllm:request_success_total{" + std::string(labels) + ",finished_reason=\"length\"} " +
+            std::to_string(finished) + "\n";
+    text += "vllm:e2e_request_latency_seconds_bucket{" + std::string(labels) + ",le=\"+Inf\"} 7.0\n";
+    return text;
+  };
+  const auto older =
+      server_window_summary(parse_prometheus_text(counters("model_name=\"m\"", 100, 100, 1000, 100, 2)),
+                            parse_prometheus_text(counters("model_name=\"m\"", 250, 200, 3000, 1100, 6)), std::nullopt);
+  const auto v1 = server_window_summary(
+      parse_prometheus_text(counters("engine=\"0\",model_name=\"m\"", 100, 100, 1000, 100, 2)),
+      parse_prometheus_text(counters("engine=\"0\",model_name=\"m\"", 250, 200, 3000, 1100, 6)), std::nullopt);
+  EXPECT_DOUBLE_EQ(older.at("spec_decode_acceptance_length").as_double(), 2.5);  // 1 + 150/100
+  EXPECT_DOUBLE_EQ(older.at("spec_decode_draft_acceptance_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(older.at("prefix_cache_hit_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(older.at("prompt_tokens").as_double(), 2000);
+  EXPECT_DOUBLE_EQ(older.at("request_success").as_double(), 4);
+  EXPECT_EQ(boost::json::serialize(v1), boost::json::serialize(older));
+  // Two data-parallel engines: their series add up.
+  const auto two_engines =
+      server_window_summary(parse_prometheus_text(counters("engine=\"0\",model_name=\"m\"", 50, 50, 500, 50, 1) +
+                                                  counters("engine=\"1\",model_name=\"m\"", 50, 50, 500, 50, 1)),
+                            parse_prometheus_text(counters("engine=\"0\",model_name=\"m\"", 125, 100, 1500, 550, 3) +
+                                                  counters("engine=\"1\",model_name=\"m\"", 125, 100, 1500, 550, 3)),
+                            std::nullopt);
+  EXPECT_EQ(boost::json::serialize(two_engines), boost::json::serialize(older));
+}
+
 TEST(Prometheus, SglangGaugesAndAbsentMetrics) {
   auto after = parse_prometheus_text("sglang:spec_accept_length 3.1\nsglang:cache_hit_rate 0.25\n");
   auto w = server_window_summary({}, after, std::nullopt);

@@ -63,6 +63,8 @@ TEST(ServeMetrics, EverySampleLineIsWellFormed) {
     ASSERT_NE(brace, std::string::npos) << line;
     ASSERT_NE(close, std::string::npos) << line;
     EXPECT_NE(line.find("model_name=\"deepseek-ai/DeepSeek-R1\""), std::string::npos) << line;
+    // vLLM v1's engine index on every vllm: series (the simulator is engine 0); not on ixbench's own.
+    EXPECT_EQ(line.starts_with("vllm:"), line.starts_with(line.substr(0, brace) + "{engine=\"0\",model_name=")) << line;
     std::string value = line.substr(close + 2);
     char* end = nullptr;
     std::strtod(value.c_str(), &end);
@@ -73,20 +75,21 @@ TEST(ServeMetrics, EverySampleLineIsWellFormed) {
 
 TEST(ServeMetrics, HistogramBucketsAreCumulativeAndCountMatchesInf) {
   std::string text = render_sample();
-  EXPECT_NE(
-      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.001\"} 0.0"),
-      std::string::npos);
-  EXPECT_NE(
-      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.005\"} 1.0"),
-      std::string::npos);
-  EXPECT_NE(
-      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"2560.0\"} 2.0"),
-      std::string::npos);
-  EXPECT_NE(
-      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"+Inf\"} 3.0"),
-      std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"deepseek-ai/DeepSeek-R1\"} 3.0"),
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\",le=\"0.001\"} 0.0"),
             std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\",le=\"0.005\"} 1.0"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\",le=\"2560.0\"} 2.0"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\",le=\"+Inf\"} 3.0"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"deepseek-ai/DeepSeek-R1\"} 3.0"),
+      std::string::npos);
 }
 
 // Samples of `name` (its _bucket/_sum/_count lines), with the name cut off.
@@ -109,15 +112,17 @@ TEST(ServeMetrics, InterTokenLatencyHasVllmsCurrentNameAndTheDeprecatedOne) {
   auto deprecated = samples_of(text, "vllm:time_per_output_token_seconds");
   EXPECT_EQ(current.size(), 22u);  // 19 bounds + +Inf, _sum, _count
   EXPECT_EQ(current, deprecated);
-  EXPECT_NE(
-      text.find("vllm:inter_token_latency_seconds_bucket{model_name=\"deepseek-ai/DeepSeek-R1\",le=\"0.025\"} 1.0"),
-      std::string::npos);
+  EXPECT_NE(text.find("vllm:inter_token_latency_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\",le=\"0.025\"} 1.0"),
+            std::string::npos);
 }
 
 TEST(ServeMetrics, ModelNameLabelIsEscaped) {
   ServeMetrics metrics;
   const std::string text = metrics.render(sim::EngineMetrics{}, "a\"b\\c\nd");
-  EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"a\\\"b\\\\c\\nd\"} 0.0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vllm:num_requests_running{engine=\"0\",model_name=\"a\\\"b\\\\c\\nd\"} 0.0\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("a\"b"), std::string::npos);
 }
 

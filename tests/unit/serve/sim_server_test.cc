@@ -628,13 +628,17 @@ TEST(SimServer, MetricsCountRequestsAndTokens) {
   auto response = server.get("/metrics");
   EXPECT_EQ(response.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
   const std::string& text = response.body;
-  EXPECT_NE(text.find("vllm:prompt_tokens_total{model_name=\"test-model\"} 12.0"), std::string::npos) << text;
-  EXPECT_NE(text.find("vllm:generation_tokens_total{model_name=\"test-model\"} 30.0"), std::string::npos);
-  EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"test-model\"} 3.0"), std::string::npos);
-  EXPECT_NE(text.find("vllm:time_per_output_token_seconds_count{model_name=\"test-model\"} 27.0"), std::string::npos);
-  EXPECT_NE(text.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 3.0"),
+  EXPECT_NE(text.find("vllm:prompt_tokens_total{engine=\"0\",model_name=\"test-model\"} 12.0"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"test-model\"} 30.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"test-model\"} 3.0"),
             std::string::npos);
+  EXPECT_NE(text.find("vllm:time_per_output_token_seconds_count{engine=\"0\",model_name=\"test-model\"} 27.0"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"length\"} 3.0"),
+      std::string::npos);
   for (const char* name :
        {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
         "vllm:num_requests_waiting", "vllm:spec_decode_num_draft_tokens_total",
@@ -777,9 +781,11 @@ TEST(SimServer, FixedScheduleIsDeliveredByEachConnectionsLoop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_NE(metrics.find(count), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("vllm:generation_tokens_total{model_name=\"test-model\"} 640.0"), std::string::npos);
-  EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
-  EXPECT_NE(metrics.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 32.0"),
+  EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"test-model\"} 640.0"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(metrics.find(
+                "vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"length\"} 32.0"),
             std::string::npos);
 }
 
@@ -797,15 +803,16 @@ TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
     ASSERT_TRUE(client->send(make_post("/v1/completions", R"({"prompt":"x","max_tokens":4000,"stream":true})")));
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     auto metrics = server.get("/metrics").body;
-    EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 1.0"), std::string::npos);
+    EXPECT_NE(metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 1.0"), std::string::npos);
   }
   std::string metrics;
   for (int attempt = 0; attempt < 100; ++attempt) {
     metrics = server.get("/metrics").body;
-    if (metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0") != std::string::npos) break;
+    if (metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0") != std::string::npos)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"test-model\"} 0.0"), std::string::npos);
+  EXPECT_NE(metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0"), std::string::npos);
   EXPECT_NE(metrics.find("finished_reason=\"abort\"} 1.0"), std::string::npos);
 }
 
