@@ -62,7 +62,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "bench/serve_runner.h"
@@ -291,43 +290,90 @@ struct RawResult {
   double cpu_ns_per_event = 0;  // reader threads' CPU / events
 };
 
+// Closes with a reset instead of a FIN handshake: thousands of closed streams per second must not
+// pile up in TIME_WAIT and exhaust ephemeral ports.
+void close_with_reset(int fd) {
+  linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  close(fd);
+}
+
+// "\n\n" event ends in one read of a stream whose previous read ended with `prev` (updated).
+int64_t count_event_ends(const char* p, size_t n, char& prev) {
+  const char* end = p + n;
+  int64_t events = (prev == '\n' && *p == '\n') ? 1 : 0;
+  while ((p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)))) && p + 1 < end) {
+    if (p[1] == '\n') ++events;
+    ++p;
+  }
+  prev = end[-1];
+  return events;
+}
+
+// What the raw readers' threads add up.
+struct ReaderTotals {
+  std::atomic<int64_t> bytes{0}, events{0}, streams{0}, cpu_ns{0};
+  std::atomic<bool> stop{false};
+};
+
+// Runs worker(connections) on --threads threads for duration_s, then stops them.
+RawResult run_reader_threads(const Flags& f, int concurrency, double duration_s, ReaderTotals& totals,
+                             const std::function<void(int)>& worker) {
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < f.threads; ++t)
+    threads.emplace_back(worker, concurrency / f.threads + (t < concurrency % f.threads));
+  std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
+  totals.stop = true;
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto events = static_cast<double>(totals.events);
+  return {events / secs, static_cast<double>(totals.bytes) / secs, totals.streams.load(),
+          events > 0 ? static_cast<double>(totals.cpu_ns) / events : 0.0};
+}
+
 // Phase 1: the ceiling. One request per connection (Connection: close) so the end of a response
 // is the EOF and nothing has to be parsed.
-RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, double duration_s,
-                     bool short_read_drains = false) {
-  const std::string request = request_bytes(url, completion_body(output_len), true);
-  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0}, total_cpu_ns{0};
-  std::atomic<bool> stop{false};
+// A connection to url that has sent `request` (TCP_NODELAY, blocking connect); -1 when refused.
+int open_stream(const ix::http::Url& url, const std::string& request) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(url.port);
   inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  (void)!write(fd, request.data(), request.size());
+  return fd;
+}
+
+RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, int output_len, double duration_s,
+                     bool short_read_drains = false) {
+  const std::string request = request_bytes(url, completion_body(output_len), true);
+  ReaderTotals totals;
   auto worker = [&](int conns) {
     const int64_t cpu0 = thread_cpu_ns();
     const int ep = epoll_create1(0);
-    std::unordered_set<int> open_fds;
+    std::unordered_map<int, char> open_fds;  // fd -> the last byte read from it
     auto open_one = [&] {
-      const int fd = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        close(fd);
-        return;
-      }
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      (void)!write(fd, request.data(), request.size());
+      const int fd = open_stream(url, request);
+      if (fd < 0) return;
       fcntl(fd, F_SETFL, O_NONBLOCK);
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = fd;
       epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-      open_fds.insert(fd);
+      open_fds[fd] = 0;
     };
     for (int i = 0; i < conns; ++i) open_one();
     std::vector<char> buf(1 << 16);
     std::vector<epoll_event> events(256);
     int64_t bytes = 0, evs = 0;
-    char prev = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
+    while (!totals.stop.load(std::memory_order_relaxed)) {
       const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
       for (int i = 0; i < n; ++i) {
         const int fd = events[static_cast<size_t>(i)].data.fd;
@@ -335,57 +381,32 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, 
           const ssize_t r = read(fd, buf.data(), buf.size());
           if (r > 0) {
             bytes += r;
-            const char* p = buf.data();
-            const char* end = p + r;
-            if (prev == '\n' && *p == '\n') ++evs;
-            while ((p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)))) && p + 1 < end) {
-              if (p[1] == '\n') ++evs;
-              ++p;
-            }
-            prev = end[-1];
+            evs += count_event_ends(buf.data(), static_cast<size_t>(r), open_fds[fd]);
             // Level-triggered: a short read drained the socket (as the client assumes); if more
             // arrived meanwhile, epoll reports it again.
             if (short_read_drains && static_cast<size_t>(r) < buf.size()) break;
             continue;
           }
           if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-            // Reset instead of a FIN handshake: thousands of closed streams per second must not
-            // pile up in TIME_WAIT and exhaust ephemeral ports.
-            linger reset{1, 0};
-            setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-            close(fd);
+            close_with_reset(fd);
             open_fds.erase(fd);
-            streams.fetch_add(1);
+            totals.streams.fetch_add(1);
             open_one();
           }
           break;
         }
       }
     }
-    total_bytes += bytes;
-    total_events += evs;
-    total_cpu_ns += thread_cpu_ns() - cpu0;
+    totals.bytes += bytes;
+    totals.events += evs;
+    totals.cpu_ns += thread_cpu_ns() - cpu0;
     // Close the streams still open: left open, they kept --concurrency descriptors in this process
     // and as many stalled streams in the server for the rest of the run, so the client phase ran
     // out of file descriptors (its connects failed) against a server still busy with them.
-    for (const int fd : open_fds) {
-      linger reset{1, 0};
-      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-      close(fd);
-    }
+    for (const auto& [fd, last] : open_fds) close_with_reset(fd);
     close(ep);
   };
-  std::vector<std::thread> threads;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < f.threads; ++t)
-    threads.emplace_back(worker, concurrency / f.threads + (t < concurrency % f.threads));
-  std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
-  stop = true;
-  for (auto& t : threads) t.join();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto events = static_cast<double>(total_events);
-  return {events / secs, static_cast<double>(total_bytes) / secs, streams.load(),
-          events > 0 ? static_cast<double>(total_cpu_ns) / events : 0.0};
+  return run_reader_threads(f, concurrency, duration_s, totals, worker);
 }
 
 #if IXBENCH_HAVE_URING
@@ -396,12 +417,8 @@ RawResult raw_reader(const ix::http::Url& url, const Flags& f, int concurrency, 
 RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurrency, int output_len,
                            double duration_s) {
   const std::string request = request_bytes(url, completion_body(output_len), true);
-  std::atomic<int64_t> total_bytes{0}, total_events{0}, streams{0}, total_cpu_ns{0}, stamped{0};
-  std::atomic<bool> stop{false}, failed{false};
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(url.port);
-  inet_pton(AF_INET, url.host.c_str(), &addr.sin_addr);
+  ReaderTotals totals;
+  std::atomic<bool> failed{false};
   auto worker = [&](int conns) {
     const int64_t cpu0 = thread_cpu_ns();
     io_uring ring{};
@@ -462,27 +479,16 @@ RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurr
       io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(fd));
     };
     auto open_one = [&] {
-      const int fd = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        close(fd);
-        return;
-      }
+      const int fd = open_stream(url, request);
+      if (fd < 0) return;
       int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-      (void)!write(fd, request.data(), request.size());
       open_fds[fd] = 0;
       arm(fd);
     };
-    auto close_one = [&](int fd) {
-      linger reset{1, 0};
-      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-      close(fd);
-      open_fds.erase(fd);
-    };
     for (int i = 0; i < conns; ++i) open_one();
-    int64_t bytes = 0, evs = 0, stamps = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
+    int64_t bytes = 0, evs = 0;
+    while (!totals.stop.load(std::memory_order_relaxed)) {
       __kernel_timespec ts{0, 100'000'000};
       io_uring_cqe* cqe = nullptr;
       rc = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
@@ -502,24 +508,15 @@ RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurr
           msghdr m = templ;
           auto* out = io_uring_recvmsg_validate(buf, cqe->res, &m);
           if (out) {
+            // Walk the control messages as a client would to take the kernel's receive time.
             for (cmsghdr* cm = io_uring_recvmsg_cmsg_firsthdr(out, &m); cm;
                  cm = io_uring_recvmsg_cmsg_nexthdr(out, &m, cm)) {
-              if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) ++stamps;
+              if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) break;
             }
             const auto n = io_uring_recvmsg_payload_length(out, cqe->res, &m);
-            if (n > 0) {
-              const char* p = static_cast<const char*>(io_uring_recvmsg_payload(out, &m));
-              const char* end = p + n;
+            if (n > 0) {  // 0: EOF, which also ends the multishot request
               bytes += n;
-              char& prev = open_fds[fd];
-              if (prev == '\n' && *p == '\n') ++evs;
-              while ((p = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)))) && p + 1 < end) {
-                if (p[1] == '\n') ++evs;
-                ++p;
-              }
-              prev = end[-1];
-            } else if (!more) {
-              // EOF: a zero-length payload ends the multishot.
+              evs += count_event_ends(static_cast<const char*>(io_uring_recvmsg_payload(out, &m)), n, open_fds[fd]);
             }
           }
           io_uring_buf_ring_add(br, buf, kBufSize, static_cast<unsigned short>(id), mask, static_cast<int>(recycled));
@@ -529,8 +526,9 @@ RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurr
           if (cqe->res == -ENOBUFS) {
             arm(fd);
           } else {
-            close_one(fd);
-            streams.fetch_add(1);
+            close_with_reset(fd);
+            open_fds.erase(fd);
+            totals.streams.fetch_add(1);
             open_one();
           }
         }
@@ -538,30 +536,15 @@ RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurr
       if (recycled) io_uring_buf_ring_advance(br, static_cast<int>(recycled));
       io_uring_cq_advance(&ring, seen);
     }
-    total_bytes += bytes;
-    total_events += evs;
-    stamped += stamps;
-    total_cpu_ns += thread_cpu_ns() - cpu0;
-    for (auto& [fd, last] : open_fds) {
-      linger reset{1, 0};
-      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-      close(fd);
-    }
+    totals.bytes += bytes;
+    totals.events += evs;
+    totals.cpu_ns += thread_cpu_ns() - cpu0;
+    for (const auto& [fd, last] : open_fds) close_with_reset(fd);
     io_uring_queue_exit(&ring);
     free(br_mem);
   };
-  std::vector<std::thread> threads;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < f.threads; ++t)
-    threads.emplace_back(worker, concurrency / f.threads + (t < concurrency % f.threads));
-  std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
-  stop = true;
-  for (auto& t : threads) t.join();
-  if (failed) return {};
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto events = static_cast<double>(total_events);
-  return {events / secs, static_cast<double>(total_bytes) / secs, streams.load(),
-          events > 0 ? static_cast<double>(total_cpu_ns) / events : 0.0};
+  const RawResult result = run_reader_threads(f, concurrency, duration_s, totals, worker);
+  return failed ? RawResult{} : result;
 }
 #endif
 
