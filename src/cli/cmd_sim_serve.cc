@@ -3,6 +3,7 @@
 // and fault-injection flags. See docs/sim-serve.md.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <string>
@@ -127,7 +128,16 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   add_engine_flags(*cmd, flags->engine);
   auto& s = flags->serve;
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", s.port, "port to listen on (0 = a free port, printed on stdout)")->capture_default_str();
+  cmd->add_option("--port", s.port, "port to listen on (0 = a free port, printed on stdout)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            unsigned value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec == std::errc() && end == text.data() + text.size() && value <= 65535) return {};
+            return "'" + text + "' is not a port number in [0, 65535] (0 = a free port)";
+          },
+          ""));
   cmd->add_option("--threads", s.threads, "event-loop threads (0 = number of cores)")->capture_default_str();
   cmd->add_option("--served-model-name", flags->served_model_names,
                   "model name(s) clients send (default: --model); with several, as vLLM, every one is accepted "

@@ -67,5 +67,20 @@ TEST(Cli, GarbageArgumentsNeverCrash) {
   }
 }
 
+TEST(Cli, OutOfRangePortsAreOneLineUsageErrors) {
+  // sim serve's --port said only "Could not convert: --port = 70000"; bench serve's is checked
+  // after parsing (exit 1). Neither may start anything.
+  for (const std::string port : {"70000", "-1", "0x10", "abc"}) {
+    auto sim = run_ixbench({"sim", "serve", "--no-delay", "--tokenizer", "none", "--port", port}, "", 20.0);
+    EXPECT_EQ(sim.exit_code, 2) << port << ": " << sim.err;
+    EXPECT_EQ(count_lines(sim.err), 1u) << sim.err;
+    EXPECT_NE(sim.err.find("--port: '" + port + "' is not a port number in [0, 65535]"), std::string::npos) << sim.err;
+    EXPECT_EQ(sim.out.find("listening"), std::string::npos) << sim.out;
+  }
+  auto bench = run_ixbench({"bench", "serve", "--port", "70000", "--model", "m", "--tokenizer", "none"});
+  EXPECT_EQ(bench.exit_code, 1) << bench.err;
+  EXPECT_NE(bench.err.find("--port must be in [1, 65535], got 70000"), std::string::npos) << bench.err;
+}
+
 }  // namespace
 }  // namespace ix::testing
