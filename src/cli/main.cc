@@ -50,6 +50,37 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
+// CLI11 reports a value its option's type cannot hold as "Could not convert: --tp = abc"; say what
+// the option takes instead (its type and default), as the project's own checks do.
+std::string conversion_message(CLI::App& app, const CLI::ConversionError& error) {
+  static const std::string prefix = "Could not convert: ";
+  const std::string what = error.what();
+  const size_t eq = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(prefix.size(), eq - prefix.size());
+  const std::string value = what.substr(eq + 3);
+  CLI::App* leaf = selected_leaf(app);
+  const CLI::Option* option = (leaf ? leaf : &app)->get_option_no_throw(name);
+  if (option == nullptr) return what;
+  const std::string type = option->get_type_name();
+  const bool integral = type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0;
+  const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+  const bool digits = value.size() > sign && value.find_first_not_of("0123456789", sign) == std::string::npos;
+  std::string expected = "is not a value of type " + type;
+  if (integral && digits) {
+    expected = "is out of range for this option";
+  } else if (type.rfind("UINT", 0) == 0) {
+    expected = "is not a whole number >= 0";
+  } else if (integral) {
+    expected = "is not a whole number";
+  } else if (type.rfind("FLOAT", 0) == 0) {
+    expected = "is not a number";
+  }
+  const std::string fallback = option->get_default_str();
+  return fmt::format("{}: '{}' {}{}", name, value, expected,
+                     fallback.empty() ? "" : fmt::format(" (default {})", fallback));
+}
+
 // A scalar option given twice keeps its last value, as Python's argparse does (vLLM's and
 // InferenceX's scripts append overrides to a base command line); CLI11 refuses by default.
 void take_last_of_repeated_options(CLI::App& app) {
@@ -89,6 +120,8 @@ int run_main(int argc, char** argv) {
       }
     }
     return usage_error(e.what());
+  } catch (const CLI::ConversionError& e) {
+    return usage_error(conversion_message(app, e));
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }

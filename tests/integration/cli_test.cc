@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/subprocess.h"
 
@@ -80,6 +82,22 @@ TEST(Cli, OutOfRangePortsAreOneLineUsageErrors) {
   auto bench = run_ixbench({"bench", "serve", "--port", "70000", "--model", "m", "--tokenizer", "none"});
   EXPECT_EQ(bench.exit_code, 1) << bench.err;
   EXPECT_NE(bench.err.find("--port must be in [1, 65535], got 70000"), std::string::npos) << bench.err;
+}
+
+TEST(Cli, ValuesAnOptionsTypeCannotHoldSayWhatItTakes) {
+  // CLI11 said only "Could not convert: --tp = abc".
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"sim", "predict", "--tp", "abc"}, "--tp: 'abc' is not a whole number (default 1)"},
+      {{"sim", "predict", "--tp", "99999999999999999999"}, "--tp: '99999999999999999999' is out of range"},
+      {{"sim", "predict", "--isl", "1e3"}, "--isl: '1e3' is not a whole number"},
+      {{"sim", "serve", "--acceptance-length", "x"}, "--acceptance-length: 'x' is not a number"},
+  };
+  for (const auto& [args, expected] : cases) {
+    auto result = run_ixbench(args);
+    EXPECT_EQ(result.exit_code, 2) << args[2] << " " << args[3] << ": " << result.err;
+    EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+    EXPECT_NE(result.err.find(expected), std::string::npos) << result.err;
+  }
 }
 
 }  // namespace
