@@ -29,6 +29,7 @@ std::vector<double> lateness_buckets() {
   bounds.push_back(10.0);
   return bounds;
 }
+// vLLM's request_latency_buckets: e2e latency and the per-request phase histograms.
 std::vector<double> e2e_buckets() {
   return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
@@ -65,6 +66,12 @@ void Histogram::observe(double value) {
   sum_ns_.fetch_add(static_cast<int64_t>(std::llround(value * 1e9)), std::memory_order_relaxed);
 }
 
+void Histogram::observe_ns(int64_t ns) {
+  buckets_[bucket_of(static_cast<double>(ns) / 1e9)].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(ns, std::memory_order_relaxed);
+}
+
 size_t Histogram::bucket_of(double value) const {
   return static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) -
                              upper_bounds_.begin());
@@ -99,10 +106,15 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, number(static_cast<double>(cumulative)));
 }
 
-ServeMetrics::ServeMetrics()
+ServeMetrics::ServeMetrics(bool request_phases)
     : ttft_(ttft_buckets()),
       inter_token_(tpot_buckets()),
       e2e_(e2e_buckets()),
+      request_phases_(request_phases),
+      queue_(e2e_buckets()),
+      inference_(e2e_buckets()),
+      prefill_(e2e_buckets()),
+      decode_(e2e_buckets()),
       delivery_lateness_(lateness_buckets()),
       first_token_lateness_(lateness_buckets()) {}
 
@@ -113,6 +125,17 @@ void ServeMetrics::count_finished(sim::FinishReason reason) {
     case sim::FinishReason::kAbort: finished_abort_.fetch_add(1, std::memory_order_relaxed); break;
     case sim::FinishReason::kNone: break;
   }
+}
+
+void ServeMetrics::observe_request_phases(int64_t arrival_ns, int64_t scheduled_ns, int64_t first_token_ns,
+                                          int64_t last_token_ns) {
+  scheduled_ns = std::max(scheduled_ns, arrival_ns);
+  first_token_ns = std::max(first_token_ns, scheduled_ns);
+  last_token_ns = std::max(last_token_ns, first_token_ns);
+  queue_.observe_ns(scheduled_ns - arrival_ns);
+  prefill_.observe_ns(first_token_ns - scheduled_ns);
+  decode_.observe_ns(last_token_ns - first_token_ns);
+  inference_.observe_ns(last_token_ns - scheduled_ns);
 }
 
 std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_view model_name) const {
@@ -172,6 +195,17 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   inter_token_.render(out, "vllm:inter_token_latency_seconds",
                       "Histogram of inter-token latency in seconds (gap between consecutive outputs).", labels);
   e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
+  if (request_phases_) {
+    // vLLM's names, help texts and order.
+    queue_.render(out, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                  labels);
+    inference_.render(out, "vllm:request_inference_time_seconds",
+                      "Histogram of time spent in RUNNING phase for request.", labels);
+    prefill_.render(out, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+                    labels);
+    decode_.render(out, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+                   labels);
+  }
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",
       "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", ixbench_labels);

@@ -6,7 +6,8 @@
 // speculative decoding) come from LiveEngine::metrics(); the front adds what it measures itself:
 // TTFT, per-event inter-token time (vLLM's inter_token_latency_seconds, and its deprecated name
 // time_per_output_token_seconds, observe the gap between consecutive outputs of a request),
-// end-to-end latency histograms, finished requests by reason,
+// end-to-end latency and per-request phase (queue, prefill, decode, inference) histograms,
+// finished requests by reason,
 // and profiling windows (/start_profile, /stop_profile).
 //
 // Thread-safety: observe_*/count_* are lock-free (relaxed atomics) and may be called from any
@@ -28,6 +29,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
   void observe(double value);
+  // A duration of `ns` nanoseconds: bucketed as seconds, summed exactly.
+  void observe_ns(int64_t ns);
   // Appends the _bucket/_sum/_count lines of `name` with label `labels` (e.g. model_name="m").
   void render(std::string& out, std::string_view name, std::string_view help, std::string_view labels) const;
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }
@@ -46,7 +49,10 @@ class Histogram {
 
 class ServeMetrics {
  public:
-  ServeMetrics();
+  // `request_phases`: whether the front knows when the engine first scheduled each request;
+  // without, vLLM's per-request phase histograms (observe_request_phases) are left out of
+  // render() rather than shown empty.
+  explicit ServeMetrics(bool request_phases = true);
   void observe_ttft_s(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_s(double seconds) { inter_token_.observe(seconds); }
   Histogram& inter_token() { return inter_token_; }
@@ -58,6 +64,14 @@ class ServeMetrics {
   // closed loop's requests arrive together, so their first tokens fall due together).
   void observe_first_token_lateness_s(double seconds) { first_token_lateness_.observe(seconds); }
   void observe_e2e_s(double seconds) { e2e_.observe(seconds); }
+  // vLLM's per-request phase histograms, observed once per request the engine finished, from its
+  // engine times (steady-clock ns): vllm:request_queue_time_seconds = first scheduled - arrival,
+  // vllm:request_prefill_time_seconds = first token - first scheduled,
+  // vllm:request_decode_time_seconds = last token - first token,
+  // vllm:request_inference_time_seconds = last token - first scheduled (= prefill + decode, and
+  // queue + inference = last token - arrival). A time before the one it follows counts as that
+  // one, so no phase is negative.
+  void observe_request_phases(int64_t arrival_ns, int64_t scheduled_ns, int64_t first_token_ns, int64_t last_token_ns);
   void count_finished(sim::FinishReason reason);
   void count_profile_start() { profile_starts_.fetch_add(1, std::memory_order_relaxed); }
   void count_profile_stop() { profile_stops_.fetch_add(1, std::memory_order_relaxed); }
@@ -70,6 +84,11 @@ class ServeMetrics {
   Histogram ttft_;
   Histogram inter_token_;
   Histogram e2e_;
+  bool request_phases_;
+  Histogram queue_;
+  Histogram inference_;
+  Histogram prefill_;
+  Histogram decode_;
   Histogram delivery_lateness_;
   Histogram first_token_lateness_;
   std::atomic<int64_t> finished_length_{0};

@@ -23,12 +23,27 @@
 
 namespace ix::serve {
 
+namespace {
+
+// The fixed-schedule and no-delay engines schedule every request the moment it arrives (its queue
+// time is 0, its prefill its time to first token). The cost-model engine does not report when it
+// first scheduled a request, so the front cannot split its queue time from its prefill.
+bool schedules_on_arrival(const sim::LiveEngine* engine) {
+  return dynamic_cast<const FixedScheduleEngine*>(engine) != nullptr ||
+         dynamic_cast<const NoDelayEngine*>(engine) != nullptr;
+}
+
+}  // namespace
+
 // Everything the handlers share. Member order matters for destruction: the engine goes before the
 // metrics, because destroying the engine destroys its sinks, whose stream states merge their
 // last observations into the metrics.
 struct ServeState {
   SimServeOptions options;
   std::unique_ptr<TextCodec> codec;
+  // Whether requests are scheduled on arrival (schedules_on_arrival): then vLLM's per-request
+  // phase histograms are observed and shown, otherwise left out.
+  const bool scheduled_on_arrival;
   ServeMetrics metrics;
   FaultInjector faults;
   int64_t start_ns = 0;
@@ -43,6 +58,8 @@ struct ServeState {
   ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text)
       : options(std::move(opts)),
         codec(std::move(text)),
+        scheduled_on_arrival(schedules_on_arrival(eng.get())),
+        metrics(scheduled_on_arrival),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
         engine(std::move(eng)),
@@ -112,6 +129,9 @@ struct StreamShared {
 
   ServeMetrics& metrics;
   const int64_t received_ns;
+  // When the engine first scheduled the request (engine time); unknown: its phases are not
+  // observed.
+  std::optional<int64_t> scheduled_ns;
   std::shared_ptr<http::Waker> waker;
 
   std::mutex mutex;
@@ -163,6 +183,10 @@ void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
       shared.finished = true;
       shared.finish = event.finish;
       shared.metrics.observe_e2e_s(static_cast<double>(event.time_ns - shared.received_ns) / 1e9);
+      if (shared.scheduled_ns) {
+        shared.metrics.observe_request_phases(shared.received_ns, *shared.scheduled_ns, shared.first_event_ns,
+                                              event.time_ns);
+      }
     }
     if (!shared.wake_requested) {
       shared.wake_requested = true;
@@ -845,6 +869,7 @@ class Router {
     spec.token_offset = starts[static_cast<size_t>(mixed % starts.size())];
 
     auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
+    if (state_.scheduled_on_arrival) shared->scheduled_ns = request.received_ns;
     // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
     if (state_.fixed == nullptr) shared->waker = context.waker();
     auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "metrics/prometheus.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
 
@@ -75,6 +76,59 @@ TEST(SimServe, FixedScheduleStreamsOnTime) {
   EXPECT_EQ(tokens_so_far, 5);
 }
 
+// vLLM's per-request phase histograms over the real socket: one observation per finished
+// request in each, and the phases add up (queue + prefill + decode = queue + inference = e2e).
+TEST(SimServe, RequestPhaseHistogramsCountEveryFinishedRequestAndAddUp) {
+  auto server =
+      start({"--fixed-ttft-ms", "40", "--fixed-itl-ms", "5", "--tokenizer", "none", "--served-model-name", "m"});
+  ASSERT_TRUE(server);
+  const std::vector<std::string> requests = {
+      make_post("/v1/completions", R"({"prompt":"a","max_tokens":8,"stream":true})"),
+      make_post("/v1/completions", R"({"prompt":"b","max_tokens":8,"stream":true})"),
+      make_post("/v1/completions", R"({"prompt":"c","max_tokens":8,"stream":true})"),
+      make_post("/v1/completions", R"({"prompt":"d","max_tokens":8})"),
+      make_post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"e"}],"max_tokens":8,"stream":true})"),
+  };
+  for (const auto& bytes : requests) {
+    auto response = request(*server, bytes);
+    EXPECT_EQ(response.status, 200) << response.body;
+    EXPECT_TRUE(response.complete);
+  }
+  const std::string text = request(*server, make_get("/metrics")).body;
+  const auto samples = metrics::parse_prometheus_text(text);
+  auto value = [&](const std::string& name) {
+    auto it = samples.find(name);
+    EXPECT_NE(it, samples.end()) << name << " missing from\n" << text;
+    return it == samples.end() ? -1.0 : it->second;
+  };
+  const double finished = value("vllm:request_success_total");
+  EXPECT_EQ(finished, 5.0);
+  const std::string labels = "{engine=\"0\",model_name=\"m\"}";
+  for (const std::string phase : {"queue", "prefill", "decode", "inference"}) {
+    const std::string family = "vllm:request_" + phase + "_time_seconds";
+    EXPECT_NE(text.find("# TYPE " + family + " histogram\n"), std::string::npos) << family;
+    EXPECT_NE(text.find(family + "_count" + labels + " 5.0\n"), std::string::npos) << family << "\n" << text;
+    EXPECT_EQ(value(family + "_count"), finished) << family;
+  }
+  const double queue = value("vllm:request_queue_time_seconds_sum");
+  const double prefill = value("vllm:request_prefill_time_seconds_sum");
+  const double decode = value("vllm:request_decode_time_seconds_sum");
+  const double inference = value("vllm:request_inference_time_seconds_sum");
+  const double e2e = value("vllm:e2e_request_latency_seconds_sum");
+  // Sums are printed from whole nanoseconds; each e2e observation is rounded to one.
+  constexpr double kRounding = 1e-6;
+  EXPECT_NEAR(queue + prefill + decode, inference + queue, kRounding);
+  EXPECT_NEAR(queue + inference, e2e, kRounding);
+  // A fixed schedule admits a request as it arrives: no queue, its prefill is its time to first
+  // token (40 ms from arrival at the socket, a little less from the moment it was read), and its
+  // 7 later tokens come 5 ms apart on the exact schedule.
+  EXPECT_EQ(queue, 0.0);
+  EXPECT_NEAR(prefill, value("vllm:time_to_first_token_seconds_sum"), kRounding);
+  EXPECT_LE(prefill, 5 * 0.040 + kRounding);
+  EXPECT_GT(prefill, 5 * 0.020);  // reading a request takes far less than 20 ms
+  EXPECT_NEAR(decode, 5 * 7 * 0.005, kRounding);
+}
+
 TEST(SimServe, CostModelIsTheDefaultEngine) {
   auto server = start({"--model", "deepseek-r1", "--hardware", "h200", "--tp", "8", "--tokenizer", "none"});
   ASSERT_TRUE(server);
@@ -88,6 +142,10 @@ TEST(SimServe, CostModelIsTheDefaultEngine) {
   EXPECT_NE(lines[lines.size() - 2].find("\"completion_tokens\":8"), std::string::npos) << lines[lines.size() - 2];
   auto metrics = request(*server, make_get("/metrics")).body;
   EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"deepseek-r1\"}"), std::string::npos);
+  // The cost-model engine does not report when it first scheduled a request: vLLM's phase
+  // histograms are left out rather than shown empty or guessed.
+  EXPECT_EQ(metrics.find("vllm:request_queue_time_seconds"), std::string::npos);
+  EXPECT_EQ(metrics.find("vllm:request_prefill_time_seconds"), std::string::npos);
 }
 
 TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/subprocess.h"
@@ -21,6 +22,8 @@ std::string render_sample() {
   metrics.observe_ttft_s(5000.0);
   metrics.observe_inter_token_s(0.02);
   metrics.observe_e2e_s(1.2);
+  // Arrived at 1 s, scheduled at 1.25 s, first token at 1.75 s, last at 3 s.
+  metrics.observe_request_phases(1'000'000'000, 1'250'000'000, 1'750'000'000, 3'000'000'000);
   metrics.delivery_lateness().observe(0.00015);
   metrics.delivery_lateness().observe(0.004);
   metrics.count_finished(sim::FinishReason::kLength);
@@ -115,6 +118,45 @@ TEST(ServeMetrics, InterTokenLatencyHasVllmsCurrentNameAndTheDeprecatedOne) {
   EXPECT_NE(text.find("vllm:inter_token_latency_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
                       "DeepSeek-R1\",le=\"0.025\"} 1.0"),
             std::string::npos);
+}
+
+// vLLM's definitions: queue = arrival -> first scheduled, prefill = first scheduled -> first
+// token, decode = first token -> last token, inference = first scheduled -> last token.
+TEST(ServeMetrics, RequestPhaseHistogramsFollowVllmsDefinitions) {
+  const std::string text = render_sample();
+  const std::string labels = "{engine=\"0\",model_name=\"deepseek-ai/DeepSeek-R1\"";
+  for (const auto& [name, sum, first_bucket] : {std::tuple{"vllm:request_queue_time_seconds", "0.25", "0.3"},
+                                                std::tuple{"vllm:request_prefill_time_seconds", "0.5", "0.5"},
+                                                std::tuple{"vllm:request_decode_time_seconds", "1.25", "1.5"},
+                                                std::tuple{"vllm:request_inference_time_seconds", "1.75", "2.0"}}) {
+    const std::string family = name;
+    EXPECT_NE(text.find("# TYPE " + family + " histogram\n"), std::string::npos) << family;
+    EXPECT_EQ(samples_of(text, family).size(), 24u) << family;  // vLLM's 21 latency bounds + +Inf, _sum, _count
+    EXPECT_NE(text.find(family + "_sum" + labels + "} " + sum + "\n"), std::string::npos) << family << "\n" << text;
+    EXPECT_NE(text.find(family + "_count" + labels + "} 1.0\n"), std::string::npos) << family;
+    // The first bucket that holds the observation.
+    EXPECT_NE(text.find(family + "_bucket" + labels + ",le=\"" + first_bucket + "\"} 1.0\n"), std::string::npos)
+        << family;
+  }
+  // Times out of order never make a phase negative: a request scheduled "before" it arrived
+  // queued 0 s.
+  ServeMetrics metrics;
+  metrics.observe_request_phases(2'000'000'000, 1'000'000'000, 2'500'000'000, 2'600'000'000);
+  const std::string clamped = metrics.render(sim::EngineMetrics{}, "m");
+  EXPECT_NE(clamped.find("vllm:request_queue_time_seconds_sum{engine=\"0\",model_name=\"m\"} 0.0\n"),
+            std::string::npos);
+  EXPECT_NE(clamped.find("vllm:request_inference_time_seconds_sum{engine=\"0\",model_name=\"m\"} 0.6\n"),
+            std::string::npos);
+}
+
+TEST(ServeMetrics, RequestPhaseHistogramsAreLeftOutWhenTheEngineCannotTimeThem) {
+  ServeMetrics metrics(/*request_phases=*/false);
+  const std::string text = metrics.render(sim::EngineMetrics{}, "m");
+  EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_count"), std::string::npos);
+  for (const char* name : {"vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
+                           "vllm:request_decode_time_seconds", "vllm:request_inference_time_seconds"}) {
+    EXPECT_EQ(text.find(name), std::string::npos) << name;
+  }
 }
 
 TEST(ServeMetrics, ModelNameLabelIsEscaped) {
