@@ -26,8 +26,8 @@ namespace ix::serve {
 namespace {
 
 // The fixed-schedule and no-delay engines schedule every request the moment it arrives (its queue
-// time is 0, its prefill its time to first token). The cost-model engine does not report when it
-// first scheduled a request, so the front cannot split its queue time from its prefill.
+// time is 0, its prefill its time to first token); the cost-model engine reports when it first
+// scheduled a request (TokenEvent::scheduled_ns).
 bool schedules_on_arrival(const sim::LiveEngine* engine) {
   return dynamic_cast<const FixedScheduleEngine*>(engine) != nullptr ||
          dynamic_cast<const NoDelayEngine*>(engine) != nullptr;
@@ -41,8 +41,8 @@ bool schedules_on_arrival(const sim::LiveEngine* engine) {
 struct ServeState {
   SimServeOptions options;
   std::unique_ptr<TextCodec> codec;
-  // Whether requests are scheduled on arrival (schedules_on_arrival): then vLLM's per-request
-  // phase histograms are observed and shown, otherwise left out.
+  // Whether requests are scheduled on arrival (schedules_on_arrival); other engines report when
+  // they first scheduled a request in its first TokenEvent (scheduled_ns).
   const bool scheduled_on_arrival;
   ServeMetrics metrics;
   FaultInjector faults;
@@ -59,7 +59,7 @@ struct ServeState {
       : options(std::move(opts)),
         codec(std::move(text)),
         scheduled_on_arrival(schedules_on_arrival(eng.get())),
-        metrics(scheduled_on_arrival),
+        metrics(/*request_phases=*/true),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
         engine(std::move(eng)),
@@ -169,6 +169,7 @@ void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
     shared.cached_tokens = event.cached_prompt_tokens;
     if (shared.first_event_ns == 0) {
       shared.first_event_ns = event.time_ns;
+      if (!shared.scheduled_ns && event.scheduled_ns >= 0) shared.scheduled_ns = event.scheduled_ns;
       shared.metrics.observe_ttft_s(static_cast<double>(event.time_ns - shared.received_ns) / 1e9);
     } else {
       int64_t gap_ns = event.time_ns - shared.last_event_ns;

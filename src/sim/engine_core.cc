@@ -28,6 +28,7 @@ struct Request {
   std::vector<uint64_t> hashes;
   std::optional<uint64_t> session;
   int64_t arrival_ns = 0;
+  int64_t first_scheduled_ns = -1;  // -1 until a rank first admits it
 
   Phase phase = Phase::kPending;
   int32_t computed = 0;
@@ -351,6 +352,7 @@ struct EngineCore::Impl {
       rank.waiting.pop_front();
       rank.running.push_back(r);
       r->phase = Phase::kRunning;
+      if (r->first_scheduled_ns < 0) r->first_scheduled_ns = now_ns;
       if (r->first_token_held) {
         // The wait for the slot counts toward the first token (the decode steps it waited through).
         r->first_token_held = false;
@@ -402,6 +404,7 @@ struct EngineCore::Impl {
     event.total_output_tokens = r->output;
     event.prompt_tokens = r->prompt;
     event.cached_prompt_tokens = std::max(0, r->cached);
+    event.scheduled_ns = r->first_scheduled_ns;
     if (r->output >= r->target) event.finish = r->target < r->max_tokens ? FinishReason::kStop : FinishReason::kLength;
     if (sink) sink(event);
   }

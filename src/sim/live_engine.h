@@ -44,7 +44,10 @@ struct TokenEvent {
   int32_t new_tokens = 0;           // tokens produced by this step (> 1 with speculative decoding)
   int32_t total_output_tokens = 0;  // tokens produced so far for this request
   int32_t prompt_tokens = 0;
-  int32_t cached_prompt_tokens = 0;           // prefix-cache hit, known from the first event on
+  int32_t cached_prompt_tokens = 0;  // prefix-cache hit, known from the first event on
+  // Engine time the request was first scheduled (admitted to a batch; a preemption does not move
+  // it), for vLLM's queue/prefill/inference phase histograms; -1 = the engine does not say.
+  int64_t scheduled_ns = -1;
   FinishReason finish = FinishReason::kNone;  // != kNone on the last event of the request
 };
 

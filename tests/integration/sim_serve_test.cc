@@ -142,10 +142,14 @@ TEST(SimServe, CostModelIsTheDefaultEngine) {
   EXPECT_NE(lines[lines.size() - 2].find("\"completion_tokens\":8"), std::string::npos) << lines[lines.size() - 2];
   auto metrics = request(*server, make_get("/metrics")).body;
   EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"deepseek-r1\"}"), std::string::npos);
-  // The cost-model engine does not report when it first scheduled a request: vLLM's phase
-  // histograms are left out rather than shown empty or guessed.
-  EXPECT_EQ(metrics.find("vllm:request_queue_time_seconds"), std::string::npos);
-  EXPECT_EQ(metrics.find("vllm:request_prefill_time_seconds"), std::string::npos);
+  // vLLM's phase histograms from the engine's own times: the request was scheduled, then made
+  // its first token (prefill > 0), then its 7 others.
+  const std::string labels = "{engine=\"0\",model_name=\"deepseek-r1\"}";
+  for (const std::string phase : {"queue", "prefill", "decode", "inference"}) {
+    EXPECT_NE(metrics.find("vllm:request_" + phase + "_time_seconds_count" + labels + " 1.0\n"), std::string::npos)
+        << phase;
+  }
+  EXPECT_EQ(metrics.find("vllm:request_prefill_time_seconds_sum" + labels + " 0.0\n"), std::string::npos);
 }
 
 TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
