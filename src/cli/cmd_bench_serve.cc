@@ -30,23 +30,16 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--served-model-name", o->served_model_name, "\"model\" field sent in requests (default: --model)");
   cmd->add_option("--tokenizer", o->tokenizer, "tokenizer.json path/dir or model name (default: --model)");
   cmd->add_option("--dataset-name", o->dataset_name, "dataset (random)")->capture_default_str();
-  // Lengths and counts: exactly the integer typed, or a usage error that quotes it (signed_integer).
-  cmd->add_option("--random-input-len", o->random_input_len, "prompt tokens (upper bound)")
-      ->transform(signed_integer())
-      ->capture_default_str();
-  cmd->add_option("--random-output-len", o->random_output_len, "output tokens (upper bound)")
-      ->transform(signed_integer())
-      ->capture_default_str();
+  // Integers (lengths, counts, seeds) are read as decimal, overflow refused: main.cc.
+  cmd->add_option("--random-input-len", o->random_input_len, "prompt tokens (upper bound)")->capture_default_str();
+  cmd->add_option("--random-output-len", o->random_output_len, "output tokens (upper bound)")->capture_default_str();
   cmd->add_option("--random-range-ratio", o->random_range_ratio, "lengths uniform in [floor(r*L), L]")
       ->capture_default_str();
-  cmd->add_option("--num-prompts", o->num_prompts, "measured requests (default: 10 x --max-concurrency, else 1000)")
-      ->transform(signed_integer());
-  cmd->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (default: unlimited)")
-      ->transform(signed_integer());
+  cmd->add_option("--num-prompts", o->num_prompts, "measured requests (default: 10 x --max-concurrency, else 1000)");
+  cmd->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (default: unlimited)");
   cmd->add_option("--request-rate", o->request_rate, "requests/s, or inf (all at once)")->capture_default_str();
   cmd->add_option("--burstiness", o->burstiness, "gamma shape of arrivals (1 = Poisson)")->capture_default_str();
-  cmd->add_option("--num-warmups", o->num_warmups, "warmup requests (default: 2 x --max-concurrency, else 0)")
-      ->transform(signed_integer());
+  cmd->add_option("--num-warmups", o->num_warmups, "warmup requests (default: 2 x --max-concurrency, else 0)");
   cmd->add_flag("--ignore-eos", *ignore_eos_flag, "generate exactly the requested tokens (default on)");
   cmd->add_flag("--no-ignore-eos", *no_ignore_eos, "let the server stop at EOS");
   cmd->add_flag("--use-chat-template", o->use_chat_template, "apply the model's chat template to prompts");
@@ -58,9 +51,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--result-dir", o->result_dir, "directory for result files");
   cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
   cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
-  cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals (>= 0)")
-      ->check(unsigned_integer())
-      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals (>= 0)")->capture_default_str();
   cmd->add_option("--request-timeout", o->request_timeout_s, "seconds before a request counts as timed out")
       ->capture_default_str();
   cmd->add_option("--max-retries", o->max_retries, "resend requests failing with connect/reset/429/5xx (default: off)")

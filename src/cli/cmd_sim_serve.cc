@@ -155,7 +155,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--idle-timeout-ms", s.idle_timeout_ms, "close keep-alive connections idle this long")
       ->capture_default_str();
   auto& f = s.faults;
-  cmd->add_option("--fault-seed", f.seed, "seed of the fault draws (default: --seed)")->check(unsigned_integer());
+  cmd->add_option("--fault-seed", f.seed, "seed of the fault draws (default: --seed)");
   cmd->add_option("--fault-error-rate", f.error_rate, "fraction of requests answered with an HTTP error");
   cmd->add_option("--fault-error-codes", flags->fault_error_codes, "statuses for --fault-error-rate, e.g. 429,500,503")
       ->capture_default_str();

@@ -38,15 +38,12 @@ bool register_command(std::string_view name, SetupFn setup);
 // cmd_ file): returns the existing subcommand `name` of `parent`, or adds it.
 CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std::string& description);
 
-// Accepts an unsigned 64-bit integer as written (a seed): CLI11 would wrap "-1" to 2^64-1 and
-// saturate larger values, where numpy and Python refuse both.
+// Integer text as Python's int() reads it, rewritten to plain decimal for CLI11 to convert (it
+// reads "010" as octal 8 and saturates out-of-range text at +-(2^63-1) or wraps "-1" to 2^64-1,
+// where argparse, numpy and Python read or refuse them); anything else is refused quoting the text
+// as given (a usage error, exit 2). run_main attaches them to every INT / UINT option as
+// Option::transform, so commands need not.
 CLI::Validator unsigned_integer();
-
-// Accepts a signed 64-bit integer written in decimal (a length or a count), as Python's int()
-// reads it. CLI11 alone saturates out-of-range text at +-(2^63-1), so a later range error quoted
-// 9223372036854775807 instead of what the user typed, and it reads "010" as octal 8. Attach it
-// with Option::transform: it rewrites the text to plain decimal digits, which CLI11 then converts
-// exactly, and refuses anything else quoting the text as given (a usage error, exit 2).
 CLI::Validator signed_integer();
 
 // Prints "ixbench: error: <message>" to stderr and returns kExitFailure.

@@ -70,9 +70,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "(attention_dp_config.batching_wait_iters)")
       ->capture_default_str();
   app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
-  app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")
-      ->check(unsigned_integer())
-      ->capture_default_str();
+  app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
   app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();
   app.add_option("--catalog-dir", c.catalog_dir,
                  "directory with hardware.json, models.json, calibration.json (default: built-in data/catalog)");

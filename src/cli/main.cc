@@ -81,6 +81,21 @@ std::string conversion_message(CLI::App& app, const CLI::ConversionError& error)
                      fallback.empty() ? "" : fmt::format(" (default {})", fallback));
 }
 
+// Every integer option reads its text as Python's int() does (vLLM's flags are argparse ints):
+// decimal only ("010" is 10, CLI11 read it as octal 8), and a value beyond 64 bits is an error
+// quoting the text (CLI11 saturated int64 options at 2^63-1 and went on).
+void read_integers_as_decimal(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("UINT", 0) == 0) {
+      option->transform(unsigned_integer());
+    } else if (type.rfind("INT", 0) == 0) {
+      option->transform(signed_integer());
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_integers_as_decimal(*sub);
+}
+
 // A scalar option given twice keeps its last value, as Python's argparse does (vLLM's and
 // InferenceX's scripts append overrides to a base command line); CLI11 refuses by default.
 void take_last_of_repeated_options(CLI::App& app) {
@@ -103,6 +118,7 @@ int run_main(int argc, char** argv) {
   std::sort(commands.begin(), commands.end());
   for (const auto& [name, setup] : commands) setup(app, registry);
   take_last_of_repeated_options(app);
+  read_integers_as_decimal(app);
 
   try {
     app.parse(argc, argv);
@@ -163,11 +179,17 @@ CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std
 
 CLI::Validator unsigned_integer() {
   return CLI::Validator(
-      [](const std::string& text) -> std::string {
+      [](std::string& text) -> std::string {
+        std::string_view digits = text;
+        if (digits.starts_with('+')) digits.remove_prefix(1);
         uint64_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec == std::errc() && end == text.data() + text.size()) return {};
-        return "'" + text + "' is not an integer in [0, 18446744073709551615]";
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (ec == std::errc::result_out_of_range && end == digits.data() + digits.size())
+          return "'" + text + "' is out of range for this option";
+        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+          return "'" + text + "' is not a whole number >= 0";
+        text = std::to_string(value);  // decimal, as Python reads it: CLI11 reads "010" as octal
+        return {};
       },
       "");
 }
@@ -179,10 +201,11 @@ CLI::Validator signed_integer() {
         if (digits.starts_with('+')) digits.remove_prefix(1);
         int64_t value = 0;
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-        if (digits.empty() || digits.starts_with('-') != text.starts_with('-') || ec != std::errc() ||
-            end != digits.data() + digits.size()) {
-          return "'" + text + "' is not an integer in [-9223372036854775808, 9223372036854775807]";
-        }
+        const bool well_formed =
+            !digits.empty() && digits.starts_with('-') == text.starts_with('-') && end == digits.data() + digits.size();
+        if (well_formed && ec == std::errc::result_out_of_range)
+          return "'" + text + "' is out of range for this option";
+        if (!well_formed || ec != std::errc()) return "'" + text + "' is not a whole number";
         text = std::to_string(value);
         return {};
       },

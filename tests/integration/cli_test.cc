@@ -71,8 +71,9 @@ TEST(Cli, GarbageArgumentsNeverCrash) {
 
 TEST(Cli, OutOfRangePortsAreOneLineUsageErrors) {
   // sim serve's --port said only "Could not convert: --port = 70000"; bench serve's is checked
-  // after parsing (exit 1). Neither may start anything.
-  for (const std::string port : {"70000", "-1", "0x10", "abc"}) {
+  // after parsing (exit 1). Neither may start anything. ("-1", "0x10", "abc": not whole numbers
+  // >= 0, as for every unsigned option.)
+  for (const std::string port : {"70000", "65536"}) {
     auto sim = run_ixbench({"sim", "serve", "--no-delay", "--tokenizer", "none", "--port", port}, "", 20.0);
     EXPECT_EQ(sim.exit_code, 2) << port << ": " << sim.err;
     EXPECT_EQ(count_lines(sim.err), 1u) << sim.err;
@@ -87,8 +88,10 @@ TEST(Cli, OutOfRangePortsAreOneLineUsageErrors) {
 TEST(Cli, ValuesAnOptionsTypeCannotHoldSayWhatItTakes) {
   // CLI11 said only "Could not convert: --tp = abc".
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"sim", "predict", "--tp", "abc"}, "--tp: 'abc' is not a whole number (default 1)"},
+      {{"sim", "predict", "--tp", "abc"}, "--tp: 'abc' is not a whole number"},
       {{"sim", "predict", "--tp", "99999999999999999999"}, "--tp: '99999999999999999999' is out of range"},
+      {{"sim", "predict", "--tp", "4294967296"}, "--tp: '4294967296' is out of range for this option (default 1)"},
+      {{"sim", "serve", "--port", "-1"}, "--port: '-1' is not a whole number >= 0"},
       {{"sim", "predict", "--isl", "1e3"}, "--isl: '1e3' is not a whole number"},
       {{"sim", "serve", "--acceptance-length", "x"}, "--acceptance-length: 'x' is not a number"},
   };
@@ -98,6 +101,22 @@ TEST(Cli, ValuesAnOptionsTypeCannotHoldSayWhatItTakes) {
     EXPECT_EQ(count_lines(result.err), 1u) << result.err;
     EXPECT_NE(result.err.find(expected), std::string::npos) << result.err;
   }
+}
+
+TEST(Cli, EveryIntegerOptionReadsDecimalAndRefusesOverflow) {
+  // Each command's integer options, not only those a command remembered to check: CLI11 read
+  // "010" as octal 8 and saturated an int64 option at 2^63-1 ("got 9223372036854775807").
+  auto timeout = run_ixbench({"sim", "serve", "--no-delay", "--tokenizer", "none", "--port", "0",
+                              "--request-timeout-ms", "99999999999999999999"},
+                             "", 20.0);
+  EXPECT_EQ(timeout.exit_code, 2) << timeout.err;
+  EXPECT_NE(timeout.err.find("--request-timeout-ms: '99999999999999999999' is out of range for this option"),
+            std::string::npos)
+      << timeout.err;
+  EXPECT_EQ(timeout.out.find("listening"), std::string::npos);
+  auto seed = run_ixbench({"sim", "predict", "--tp", "8", "--isl", "16", "--osl", "4", "--conc", "1", "--seed", "010"});
+  ASSERT_EQ(seed.exit_code, 0) << seed.err;
+  EXPECT_NE(seed.out.find("\"seed\": 10,"), std::string::npos) << seed.out.substr(0, 2000);
 }
 
 }  // namespace
