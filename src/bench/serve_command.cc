@@ -111,37 +111,6 @@ Result<double> parse_double(std::string_view text, std::string_view flag) {
   return v;
 }
 
-// --metric-percentiles: numbers in [0, 100] separated by commas, each given once. vLLM fails on
-// an empty item (float('')); dropping it silently left "" reporting no percentile at all, and a
-// repeated value printed its summary lines twice and wrote its JSON key twice.
-Result<std::vector<double>> parse_metric_percentiles(std::string_view text) {
-  auto refuse = [text](std::string_view problem) {
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--metric-percentiles '{}': {}; list distinct numbers in [0, 100] separated by commas, "
-                            "e.g. --metric-percentiles 90,99,99.9",
-                            text, problem));
-  };
-  if (trimmed(text).empty()) return refuse("no percentile given");
-  std::vector<double> out;
-  std::vector<std::string> given;  // as written, beside `out`
-  const std::vector<std::string> items = split_all(text, ',');
-  for (size_t index = 0; index < items.size(); ++index) {
-    const std::string& item = items[index];
-    if (item.empty()) return refuse(fmt::format("item {} of {} is empty", index + 1, items.size()));
-    auto value = parse_double(item, "--metric-percentiles");
-    if (!value || !(*value >= 0 && *value <= 100)) return refuse(fmt::format("'{}' is not a number in [0, 100]", item));
-    // Equal values share one result key (p99 for "99" and "99.0").
-    if (const auto seen = std::find(out.begin(), out.end(), *value); seen != out.end()) {
-      const std::string& first = given[static_cast<size_t>(seen - out.begin())];
-      return refuse(fmt::format("percentile {} is given twice{}", metrics::percentile_label(*value),
-                                first == item ? "" : fmt::format(" ('{}' and '{}')", first, item)));
-    }
-    out.push_back(*value);
-    given.push_back(item);
-  }
-  return out;
-}
-
 std::string local_date_stamp() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -314,7 +283,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
                   fmt::format("--percentile-metrics: unknown metric '{}' (use ttft, tpot, itl, e2el)", m));
     }
   }
-  auto percentiles = parse_metric_percentiles(o.metric_percentiles);
+  auto percentiles = metrics::parse_metric_percentiles(o.metric_percentiles);
   if (!percentiles) return std::unexpected(percentiles.error());
   info.metric_percentiles = std::move(*percentiles);
   for (const auto& g : o.goodput) {

@@ -17,6 +17,7 @@
 #include "cli/engine_flags.h"
 #include "common/json_io.h"
 #include "common/strings.h"
+#include "metrics/statistics.h"
 #include "sim/predict.h"
 #include "sim/sweep_row.h"
 
@@ -66,7 +67,7 @@ struct PredictFlags {
   std::optional<int32_t> num_prompts;
   double random_range_ratio = 0.8;
   double shared_prefix_fraction = 0.0;
-  std::vector<double> percentiles = {90, 99, 99.9};
+  std::string percentiles = "90,99,99.9";
   std::string row;
   std::string row_file;
   std::string format = "json";
@@ -170,7 +171,9 @@ int run_predict(const PredictFlags& flags) {
   options.num_prompts = flags.num_prompts.value_or(0);
   options.random_range_ratio = flags.random_range_ratio;
   options.shared_prefix_fraction = flags.shared_prefix_fraction;
-  options.metric_percentiles = flags.percentiles;
+  auto percentiles = metrics::parse_metric_percentiles(flags.percentiles);
+  if (!percentiles) return report_error(percentiles.error());
+  options.metric_percentiles = std::move(*percentiles);
   options.date = utc_date();
 
   auto points = sim::predict(options);
@@ -220,7 +223,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--shared-prefix-fraction", flags->shared_prefix_fraction,
                   "fraction of each prompt shared by all prompts (prefix-cache what-if)")
       ->capture_default_str();
-  cmd->add_option("--metric-percentiles", flags->percentiles, "percentiles to report")->delimiter(',');
+  cmd->add_option("--metric-percentiles", flags->percentiles, "percentiles to report (comma-separated)")
+      ->capture_default_str();
   cmd->add_option("--row", flags->row, "a sweep row as JSON (as printed by ixbench sweep)");
   cmd->add_option("--row-file", flags->row_file, "file holding a sweep row as JSON");
   cmd->add_option("--format", flags->format, "json | table")

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 
 namespace ix::metrics {
 namespace {
@@ -204,6 +205,47 @@ int64_t LogHistogram::percentile(double p) const {
     if (seen >= rank) return std::min(bucket_upper(i), max_);
   }
   return max_;
+}
+
+Result<std::vector<double>> parse_metric_percentiles(std::string_view text) {
+  auto refuse = [text](std::string_view problem) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--metric-percentiles '{}': {}; list distinct numbers in [0, 100] separated by commas, "
+                            "e.g. --metric-percentiles 90,99,99.9",
+                            text, problem));
+  };
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  auto trim = [&](std::string_view item) {
+    const size_t first = item.find_first_not_of(kSpace);
+    return first == std::string_view::npos ? std::string_view()
+                                           : item.substr(first, item.find_last_not_of(kSpace) - first + 1);
+  };
+  if (trim(text).empty()) return refuse("no percentile given");
+  std::vector<std::string_view> items;  // every item between commas, trimmed, empty ones included
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    items.push_back(trim(text.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  std::vector<double> out;
+  std::vector<std::string_view> given;  // as written, beside `out`
+  for (size_t index = 0; index < items.size(); ++index) {
+    const std::string item(items[index]);
+    if (item.empty()) return refuse(fmt::format("item {} of {} is empty", index + 1, items.size()));
+    char* end = nullptr;
+    const double value = std::strtod(item.c_str(), &end);
+    if (end != item.c_str() + item.size() || !(value >= 0 && value <= 100))
+      return refuse(fmt::format("'{}' is not a number in [0, 100]", item));
+    // Equal values share one result key (p99 for "99" and "99.0").
+    if (const auto seen = std::find(out.begin(), out.end(), value); seen != out.end()) {
+      const std::string_view first = given[static_cast<size_t>(seen - out.begin())];
+      return refuse(fmt::format("percentile {} is given twice{}", percentile_label(value),
+                                first == item ? "" : fmt::format(" ('{}' and '{}')", first, item)));
+    }
+    out.push_back(value);
+    given.push_back(items[index]);
+  }
+  return out;
 }
 
 }  // namespace ix::metrics

@@ -18,7 +18,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "common/error.h"
 
 namespace ix::metrics {
 
@@ -36,6 +39,12 @@ double percentile_sorted(std::span<const double> sorted, double p);
 
 // The suffix vLLM uses in key names: 99 -> "99", 99.9 -> "99.9", 50.0 -> "50".
 std::string percentile_label(double p);
+
+// --metric-percentiles text ("90,99,99.9"): distinct numbers in [0, 100] separated by commas.
+// vLLM fails on an empty item (float('')); dropping it silently left "" reporting no percentile
+// at all, and a repeated value (also "99" beside "99.0": one result key) printed its summary lines
+// twice and wrote its JSON key twice. Errors quote the text and give an example.
+Result<std::vector<double>> parse_metric_percentiles(std::string_view text);
 
 struct Summary {
   int64_t count = 0;

@@ -194,6 +194,29 @@ TEST(SimPredict, BadInputsAreErrorsNotCrashes) {
   EXPECT_EQ(half_disagg.exit_code, 1);
 }
 
+TEST(SimPredict, MetricPercentilesAreCheckedAsBenchServeChecksThem) {
+  // "" reported no percentile at all and "99,99" was accepted; the same rules as bench serve's.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "no percentile given"},
+      {"90,,99", "item 2 of 3 is empty"},
+      {"99,99.0", "percentile 99 is given twice ('99' and '99.0')"},
+      {"101", "'101' is not a number in [0, 100]"},
+  };
+  for (const auto& [value, message] : cases) {
+    auto r = run_ixbench(
+        {"sim", "predict", "--tp", "8", "--isl", "16", "--osl", "4", "--conc", "1", "--metric-percentiles", value});
+    EXPECT_EQ(r.exit_code, 1) << "'" << value << "': " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("e.g. --metric-percentiles 90,99,99.9"), std::string::npos) << r.err;
+  }
+  auto ok = run_ixbench(
+      {"sim", "predict", "--tp", "8", "--isl", "16", "--osl", "4", "--conc", "1", "--metric-percentiles", "50, 99.9"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\"p50_ttft_ms\""), std::string::npos);
+  EXPECT_NE(ok.out.find("\"p99.9_ttft_ms\""), std::string::npos);
+  EXPECT_EQ(ok.out.find("\"p90_ttft_ms\""), std::string::npos);
+}
+
 TEST(SimPredict, LayoutsTheModelOrTheSimulatorCannotHoldAreRefused) {
   // Each was predicted before (tp 1000000: throughput 0 per GPU), or ran out of memory.
   struct Case {
