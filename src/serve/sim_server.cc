@@ -152,6 +152,13 @@ struct StreamShared {
   int64_t pending_first_ns = 0;
   int64_t pending_last_ns = 0;
   uint32_t pending_events = 0;
+
+  // The request's end-to-end latency and vLLM's phase histograms, once, when it ends at `end_ns`
+  // (engine time); the caller holds `mutex`.
+  void observe_end(int64_t end_ns) {
+    metrics.observe_e2e_s(static_cast<double>(end_ns - received_ns) / 1e9);
+    if (scheduled_ns) metrics.observe_request_phases(received_ns, *scheduled_ns, first_event_ns, end_ns);
+  }
 };
 
 void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
@@ -183,11 +190,7 @@ void on_token_event(StreamShared& shared, const sim::TokenEvent& event) {
     if (event.finish != sim::FinishReason::kNone) {
       shared.finished = true;
       shared.finish = event.finish;
-      shared.metrics.observe_e2e_s(static_cast<double>(event.time_ns - shared.received_ns) / 1e9);
-      if (shared.scheduled_ns) {
-        shared.metrics.observe_request_phases(shared.received_ns, *shared.scheduled_ns, shared.first_event_ns,
-                                              event.time_ns);
-      }
+      shared.observe_end(event.time_ns);
     }
     if (!shared.wake_requested) {
       shared.wake_requested = true;
@@ -479,6 +482,12 @@ class CompletionSource final : public http::BodySource {
   void stop_with(std::string reason_json) {
     stopped_ = true;
     stop_reason_json_ = std::move(reason_json);
+    {
+      // The engine is cancelled and never reports this end: the request finished with the event
+      // that carried the stop (the newest one received), and counts as finished ("stop").
+      std::lock_guard lock(shared_->mutex);
+      if (!shared_->finished && shared_->first_event_ns != 0) shared_->observe_end(shared_->last_event_ns);
+    }
     cancel_engine();
   }
 

@@ -332,6 +332,24 @@ TEST(SimServer, StopStringEndsTheStreamWithStop) {
   EXPECT_LT(parse_object(lines[lines.size() - 2]).at("usage").at("completion_tokens").as_int64(), 200);
 }
 
+TEST(SimServer, RequestsEndedByAStopAreInTheLatencyHistograms) {
+  // Counted as finished ("stop") and, as in vLLM, observed in the latency histograms too. Tokens
+  // coming over time (a fixed schedule, as with the cost model), the engine is cancelled at the
+  // stop and never reports the end, so the histograms used to miss these requests.
+  Server server(Mode::kFixed, {}, 5, 1);
+  auto response = server.post("/v1/completions", R"({"prompt":"x","max_tokens":200,"stop":[" the"],"stream":true})");
+  auto lines = sse_data_lines(response.body);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(parse_object(lines[lines.size() - 2]).at("choices").at(0).at("finish_reason").as_string(), "stop");
+  const std::string metrics = server.get("/metrics").body;
+  for (const std::string series :
+       {"vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"stop\"} 1.0\n",
+        "vllm:e2e_request_latency_seconds_count{engine=\"0\",model_name=\"test-model\"} 1.0\n",
+        "vllm:request_inference_time_seconds_count{engine=\"0\",model_name=\"test-model\"} 1.0\n"}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << metrics;
+  }
+}
+
 TEST(SimServer, BadRequestsGet400OpenAiErrors) {
   Server server;
   expect_openai_error(server.post("/v1/completions", "{bad json"), 400, "malformed JSON");
