@@ -106,11 +106,10 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, number(static_cast<double>(cumulative)));
 }
 
-ServeMetrics::ServeMetrics(bool request_phases)
+ServeMetrics::ServeMetrics()
     : ttft_(ttft_buckets()),
       inter_token_(tpot_buckets()),
       e2e_(e2e_buckets()),
-      request_phases_(request_phases),
       queue_(e2e_buckets()),
       inference_(e2e_buckets()),
       prefill_(e2e_buckets()),
@@ -195,17 +194,15 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   inter_token_.render(out, "vllm:inter_token_latency_seconds",
                       "Histogram of inter-token latency in seconds (gap between consecutive outputs).", labels);
   e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels);
-  if (request_phases_) {
-    // vLLM's names, help texts and order.
-    queue_.render(out, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
-                  labels);
-    inference_.render(out, "vllm:request_inference_time_seconds",
-                      "Histogram of time spent in RUNNING phase for request.", labels);
-    prefill_.render(out, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+  // vLLM's names, help texts and order.
+  queue_.render(out, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                labels);
+  inference_.render(out, "vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
                     labels);
-    decode_.render(out, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
-                   labels);
-  }
+  prefill_.render(out, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+                  labels);
+  decode_.render(out, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+                 labels);
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",
       "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", ixbench_labels);

@@ -49,10 +49,7 @@ class Histogram {
 
 class ServeMetrics {
  public:
-  // `request_phases`: whether the front knows when the engine first scheduled each request;
-  // without, vLLM's per-request phase histograms (observe_request_phases) are left out of
-  // render() rather than shown empty.
-  explicit ServeMetrics(bool request_phases = true);
+  ServeMetrics();
   void observe_ttft_s(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_s(double seconds) { inter_token_.observe(seconds); }
   Histogram& inter_token() { return inter_token_; }
@@ -84,7 +81,6 @@ class ServeMetrics {
   Histogram ttft_;
   Histogram inter_token_;
   Histogram e2e_;
-  bool request_phases_;
   Histogram queue_;
   Histogram inference_;
   Histogram prefill_;

@@ -59,7 +59,6 @@ struct ServeState {
       : options(std::move(opts)),
         codec(std::move(text)),
         scheduled_on_arrival(schedules_on_arrival(eng.get())),
-        metrics(/*request_phases=*/true),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
         engine(std::move(eng)),

@@ -149,16 +149,6 @@ TEST(ServeMetrics, RequestPhaseHistogramsFollowVllmsDefinitions) {
             std::string::npos);
 }
 
-TEST(ServeMetrics, RequestPhaseHistogramsAreLeftOutWhenTheEngineCannotTimeThem) {
-  ServeMetrics metrics(/*request_phases=*/false);
-  const std::string text = metrics.render(sim::EngineMetrics{}, "m");
-  EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_count"), std::string::npos);
-  for (const char* name : {"vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
-                           "vllm:request_decode_time_seconds", "vllm:request_inference_time_seconds"}) {
-    EXPECT_EQ(text.find(name), std::string::npos) << name;
-  }
-}
-
 TEST(ServeMetrics, ModelNameLabelIsEscaped) {
   ServeMetrics metrics;
   const std::string text = metrics.render(sim::EngineMetrics{}, "a\"b\\c\nd");
