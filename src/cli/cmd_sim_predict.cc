@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/json.hpp>
 #include <charconv>
 #include <chrono>
@@ -72,6 +73,7 @@ struct PredictFlags {
   std::string row_file;
   std::string format = "json";
   std::string result_dir;
+  bool explain = false;
 };
 
 std::string utc_date() {
@@ -96,6 +98,39 @@ std::string table(const std::vector<sim::PredictPoint>& points) {
                        get("tput_per_gpu"), get("median_intvty"), p.num_preemptions);
   }
   return out;
+}
+
+// The cost terms of the simulated steps (sim/cost_model.h CostBucket), as sim calibrate fits them.
+constexpr std::array<std::string_view, sim::kNumBuckets> kCostTermNames = {
+    "fixed_overheads", "weights_and_kv_reads", "decode_gemm",      "communication_and_kv_transfer",
+    "api_overhead",    "per_request",          "decode_attention", "prefill",
+    "frontend"};
+
+// --explain: where a request's mean TTFT and TPOT go, by cost term: the time of the engine steps
+// that ran while it waited for its first token (or between its tokens), plus its own API,
+// front-end and KV-transfer delays. Idle engine time is in no term, and a step the request
+// joined midway counts whole, so the terms add up to about the mean, not exactly.
+boost::json::object cost_attribution(const sim::PredictPoint& point) {
+  boost::json::object ttft, tpot;
+  for (size_t b = 0; b < kCostTermNames.size(); ++b) {
+    ttft[kCostTermNames[b]] = point.ttft_cost[b] * 1e3;
+    tpot[kCostTermNames[b]] = point.tpot_cost[b] * 1e3;
+  }
+  return {{"ttft_mean_ms", std::move(ttft)}, {"tpot_mean_ms", std::move(tpot)}};
+}
+
+// "prefill 62%, frontend 21%, ..." for the largest terms of `costs` (seconds), at most `top`.
+std::string largest_terms(const sim::CostBuckets& costs, size_t top) {
+  double total = 0;
+  for (double c : costs) total += c;
+  std::vector<size_t> order(costs.size());
+  for (size_t b = 0; b < order.size(); ++b) order[b] = b;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+  std::string out;
+  for (size_t i = 0; i < std::min(top, order.size()) && total > 0 && costs[order[i]] > 0; ++i)
+    out +=
+        fmt::format("{}{} {:.0f}%", out.empty() ? "" : ", ", kCostTermNames[order[i]], 100 * costs[order[i]] / total);
+  return out.empty() ? "-" : out;
 }
 
 int run_predict(const PredictFlags& flags) {
@@ -175,9 +210,12 @@ int run_predict(const PredictFlags& flags) {
   if (!percentiles) return report_error(percentiles.error());
   options.metric_percentiles = std::move(*percentiles);
   options.date = utc_date();
+  options.record_costs = flags.explain;
 
   auto points = sim::predict(options);
   if (!points) return report_error(points.error());
+  if (flags.explain)
+    for (auto& point : *points) point.result["sim_cost_attribution"] = cost_attribution(point);
   auto engine = sim::resolve_engine(options.engine);
   if (!engine) return report_error(engine.error());
 
@@ -194,6 +232,12 @@ int run_predict(const PredictFlags& flags) {
   }
   if (flags.format == "table") {
     std::cout << table(*points);
+    if (flags.explain) {
+      std::cout << "\nwhere the mean TTFT and TPOT go (engine steps while waiting, API, front end, KV transfer):\n";
+      for (const auto& p : *points)
+        std::cout << fmt::format("{:>6}  TTFT: {}\n{:>6}  TPOT: {}\n", p.conc, largest_terms(p.ttft_cost, 4), "",
+                                 largest_terms(p.tpot_cost, 4));
+    }
     return kExitOk;
   }
   boost::json::object out;
@@ -227,6 +271,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--row", flags->row, "a sweep row as JSON (as printed by ixbench sweep)");
   cmd->add_option("--row-file", flags->row_file, "file holding a sweep row as JSON");
+  cmd->add_flag("--explain", flags->explain,
+                "also report where each concurrency's mean TTFT and TPOT go, by cost term "
+                "(sim_cost_attribution in the JSON; the largest terms under the table)");
   cmd->add_option("--format", flags->format, "json | table")
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();

@@ -53,6 +53,52 @@ TEST(SimPredict, PrintsOneSpecResultPerConcurrency) {
   }
 }
 
+TEST(SimPredict, ExplainAttributesTheMeanTtftAndTpotToCostTerms) {
+  const std::vector<std::string> base = {"sim",   "predict", "--hardware", "h200", "--tp",   "8",
+                                         "--isl", "1024",    "--osl",      "128",  "--conc", "1,256"};
+  auto plain = run_ixbench(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("sim_cost_attribution"), std::string::npos);
+  std::vector<std::string> args = base;
+  args.push_back("--explain");
+  auto explained = run_ixbench(args);
+  ASSERT_EQ(explained.exit_code, 0) << explained.err;
+  const auto out = parse_object(explained.out);
+  const auto& results = out.at("results").as_array();
+  ASSERT_EQ(results.size(), 2u);
+  std::vector<double> prefill_share;
+  for (const auto& item : results) {
+    const auto& r = item.as_object();
+    const auto& attribution = r.at("sim_cost_attribution").as_object();
+    for (const char* phase : {"ttft_mean_ms", "tpot_mean_ms"}) {
+      const auto& terms = attribution.at(phase).as_object();
+      EXPECT_EQ(terms.size(), 9u) << phase;
+      double total = 0;
+      for (const auto& [name, value] : terms) {
+        EXPECT_GE(value.to_number<double>(), 0.0) << name;
+        total += value.to_number<double>();
+      }
+      // The terms add up to about the mean: idle engine time is in none of them, and a step a
+      // request joined midway counts whole (1.3 % over at 256 streams).
+      const double mean = r.at(std::string("mean_") + (phase[1] == 't' ? "ttft" : "tpot") + "_ms").to_number<double>();
+      EXPECT_GT(total, 0.5 * mean) << phase;
+      EXPECT_LT(total, 1.1 * mean) << phase;
+    }
+    const auto& ttft = attribution.at("ttft_mean_ms").as_object();
+    double total = 0;
+    for (const auto& [name, value] : ttft) total += value.to_number<double>();
+    prefill_share.push_back(ttft.at("prefill").to_number<double>() / total);
+  }
+  // Alone, a request's TTFT is mostly its own API and step overheads; at 256 streams the
+  // prefills it queues behind take a larger share.
+  EXPECT_GT(prefill_share[1], prefill_share[0]);
+  args.insert(args.end(), {"--format", "table"});
+  auto table = run_ixbench(args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("where the mean TTFT and TPOT go"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("   256  TTFT: "), std::string::npos) << table.out;
+}
+
 TEST(SimPredict, SaysWhatDraftsTheTokens) {
   // InferenceX labels every speculative method `mtp`; MiniMax-M3's rows run an EAGLE3 head, the
   // checkpoint has no MTP layers. The engine says which it simulated.
