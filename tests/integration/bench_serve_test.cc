@@ -257,6 +257,34 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
   EXPECT_LT(num(run.result, "failed"), 20) << ix::json::to_string(run.result.at("error_counts"));
 }
 
+TEST(BenchServe, EveryBackendRunsEndToEndAgainstTheSimulator) {
+  // Each backend's endpoint and body, through a real server: every request completes with the
+  // drawn lengths, and the server generated what the client counted.
+  auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "1"});
+  ASSERT_TRUE(server);
+  for (const std::string backend : {"vllm", "sglang", "openai", "openai-chat", "trt", "atom"}) {
+    SCOPED_TRACE(backend);
+    auto run = bench(*server, "backend_" + backend,
+                     {"--backend", backend, "--random-input-len", "64", "--random-output-len", "12",
+                      "--max-concurrency", "4", "--num-prompts", "8", "--num-warmups", "0", "--seed", "5"});
+    ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+    EXPECT_EQ(num(run.result, "completed"), 8);
+    EXPECT_EQ(num(run.result, "failed"), 0);
+    const auto& output_lens = run.result.at("output_lens").as_array();
+    ASSERT_EQ(output_lens.size(), 8u);
+    double total = 0;
+    for (const auto& len : output_lens) {
+      EXPECT_GE(len.to_number<double>(), 9);  // [floor(0.8 * 12), 12]
+      EXPECT_LE(len.to_number<double>(), 12);
+      total += len.to_number<double>();
+    }
+    EXPECT_EQ(num(run.result, "total_output_tokens"), total);
+    const auto& mismatch = run.result.at("output_token_mismatch").as_object();
+    EXPECT_EQ(num(mismatch, "compared_requests"), 8);
+    EXPECT_EQ(num(mismatch, "mismatched_requests"), 0) << ix::json::to_string(mismatch);
+  }
+}
+
 TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
   auto server = start_server({"--tp", "8", "--spec-decoding", "mtp", "--acceptance-length", "2.5"});
   ASSERT_TRUE(server);
