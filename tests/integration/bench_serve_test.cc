@@ -19,6 +19,7 @@
 #include "http/client.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
+#include "tls_proxy.h"
 
 namespace ix {
 namespace {
@@ -283,6 +284,64 @@ TEST(BenchServe, EveryBackendRunsEndToEndAgainstTheSimulator) {
     EXPECT_EQ(num(mismatch, "compared_requests"), 8);
     EXPECT_EQ(num(mismatch, "mismatched_requests"), 0) << ix::json::to_string(mismatch);
   }
+}
+
+TEST(BenchServe, HttpsTargetStreamsThroughTls) {
+  // The TLS read path (asio's ssl stream; stamps at read completion, no kernel timestamps) end to
+  // end: bench serve -> TLS proxy -> sim serve on a fixed schedule.
+  auto server = start_server({"--fixed-ttft-ms", "20", "--fixed-itl-ms", "5"});
+  ASSERT_TRUE(server);
+  std::string error;
+  auto proxy = ix::testing::TlsProxy::start(server->port(), &error);
+  ASSERT_TRUE(proxy) << error;
+  const auto dir = scratch_dir("https");
+  const std::vector<std::string> base = {"bench",
+                                         "serve",
+                                         "--base-url",
+                                         proxy->base_url(),
+                                         "--model",
+                                         "deepseek-r1",
+                                         "--tokenizer",
+                                         "deepseek_v3",
+                                         "--random-input-len",
+                                         "64",
+                                         "--random-output-len",
+                                         "20",
+                                         "--random-range-ratio",
+                                         "1",
+                                         "--max-concurrency",
+                                         "4",
+                                         "--num-prompts",
+                                         "12",
+                                         "--num-warmups",
+                                         "0",
+                                         "--no-progress",
+                                         "--client-lag-threshold-ms",
+                                         "1000",
+                                         "--save-result",
+                                         "--result-dir",
+                                         dir.string(),
+                                         "--result-filename",
+                                         "result.json"};
+  std::vector<std::string> insecure = base;
+  insecure.push_back("--insecure");
+  auto run = ix::testing::run_ixbench(insecure, "", 120.0);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto parsed = ix::json::read_file(dir / "result.json");
+  ASSERT_TRUE(parsed && parsed->is_object());
+  const auto& result = parsed->as_object();
+  EXPECT_EQ(num(result, "completed"), 12);
+  EXPECT_EQ(num(result, "total_output_tokens"), 12 * 20);
+  // The schedule through TLS: TTFT 20 ms and 5 ms between tokens, plus the proxy's hop.
+  EXPECT_GE(num(result, "median_ttft_ms"), 20.0);
+  EXPECT_LT(num(result, "median_ttft_ms"), 40.0);
+  EXPECT_GT(num(result, "median_tpot_ms"), 4.5);
+  EXPECT_LT(num(result, "median_tpot_ms"), 7.0);
+  // Verifying the self-signed certificate fails every request, with the reason.
+  auto verified = ix::testing::run_ixbench(base, "", 120.0);
+  EXPECT_EQ(verified.exit_code, 1) << verified.err;
+  EXPECT_NE(verified.err.find("TLS handshake"), std::string::npos) << verified.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
