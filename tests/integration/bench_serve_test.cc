@@ -286,6 +286,22 @@ TEST(BenchServe, EveryBackendRunsEndToEndAgainstTheSimulator) {
   }
 }
 
+TEST(BenchServe, PercentileMetricsChooseTheReportedMetricsAsVllm) {
+  // vLLM reports mean/median/std/p* only for the --percentile-metrics it was given.
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  auto run = bench(*server, "percentile_metrics",
+                   {"--random-input-len", "32", "--random-output-len", "8", "--num-prompts", "8", "--max-concurrency",
+                    "2", "--percentile-metrics", "ttft,e2el", "--metric-percentiles", "50,99"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  for (const char* key : {"mean_ttft_ms", "median_e2el_ms", "std_ttft_ms", "p50_ttft_ms", "p99_e2el_ms"})
+    EXPECT_TRUE(run.result.contains(key)) << key;
+  for (const char* key : {"mean_tpot_ms", "median_itl_ms", "p99_tpot_ms", "p99_itl_ms", "p90_ttft_ms", "p99.9_e2el_ms"})
+    EXPECT_FALSE(run.result.contains(key)) << key;
+  EXPECT_EQ(run.process.out.find("TPOT"), std::string::npos) << run.process.out;
+  EXPECT_NE(run.process.out.find("P50 TTFT (ms):"), std::string::npos) << run.process.out;
+}
+
 TEST(BenchServe, HttpsTargetStreamsThroughTls) {
   // The TLS read path (asio's ssl stream; stamps at read completion, no kernel timestamps) end to
   // end: bench serve -> TLS proxy -> sim serve on a fixed schedule.
