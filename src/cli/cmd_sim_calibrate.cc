@@ -2,7 +2,9 @@
 // points and writes calibration.json (src/sim/fit.h), printing the residual table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -46,6 +48,12 @@ int run_calibrate(const CalibrateFlags& flags) {
     return report_error(
         Error(ErrorCode::kInvalidArgument,
               "--evaluate fits nothing: drop --holdout, --holdout-series and --out (or drop --evaluate to fit)"));
+  // The files are written after the fit (minutes to hours): a path that cannot take them fails
+  // now, not after the work.
+  for (const auto& [flag, path] : {std::pair{"--out", flags.out}, std::pair{"--residuals-csv", flags.residuals_csv}}) {
+    if (path.empty()) continue;
+    if (auto ok = json::check_writable(path); !ok) return report_error(ok.error().with_context(flag));
+  }
   std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
     boost::json::array all_rows;
@@ -89,9 +97,22 @@ int run_calibrate(const CalibrateFlags& flags) {
         fmt::format("{}; {} disaggregated points took the batch limits / MTP draft length of "
                     "their sweep row (--sweep-rows)",
                     report->table.source(), join->points_changed));
-  if (!flags.out.empty()) {
-    if (auto ok = json::write_file(flags.out, report->table.to_json()); !ok) return report_error(ok.error());
-  }
+  // Checked before the fit, the path may still fail now (removed, disk full): then the file goes
+  // to the temporary directory and the error names it, so the fit is not lost; the tables below
+  // are printed either way.
+  std::optional<Error> write_error;
+  auto write_or_keep = [&](const std::string& flag, const std::string& path, const std::string& text) {
+    auto ok = json::write_file(path, text);
+    if (ok || write_error) return;
+    std::error_code ec;
+    const auto fallback = std::filesystem::temp_directory_path(ec) /
+                          fmt::format("ixbench-{}-{}", ::getpid(), std::filesystem::path(path).filename().string());
+    write_error = ok.error().with_context(
+        !ec && json::write_file(fallback, text)
+            ? fmt::format("{}: cannot write {} (saved to {} instead)", flag, path, fallback.string())
+            : fmt::format("{}: cannot write {}", flag, path));
+  };
+  if (!flags.out.empty()) write_or_keep("--out", flags.out, report->table.to_json());
   if (!flags.residuals_csv.empty()) {
     std::string text =
         "line,hardware,framework,precision,series,conc,fitted,measured_ttft_s,predicted_ttft_s,measured_tpot_s,"
@@ -102,7 +123,7 @@ int run_calibrate(const CalibrateFlags& flags) {
                           p.series, p.conc, r.fitted ? 1 : 0, p.ttft_s, r.ttft_s, p.tpot_s, r.tpot_s, p.tput_per_gpu,
                           r.tput_per_gpu);
     }
-    if (auto ok = json::write_file(flags.residuals_csv, text); !ok) return report_error(ok.error());
+    write_or_keep("--residuals-csv", flags.residuals_csv, text);
   }
   std::cout << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
   for (const auto& line : report->skipped) std::cout << "  skipped " << line << "\n";
@@ -123,6 +144,8 @@ int run_calibrate(const CalibrateFlags& flags) {
   } else {
     std::cout << "\nAll points (in-sample): median absolute relative error\n\n" << sim::residual_table(*report, false);
   }
+  std::cout.flush();
+  if (write_error) return report_error(*write_error);
   return kExitOk;
 }
 

@@ -158,6 +158,24 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
   return {};
 }
 
+Result<void> check_writable(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; name a file", path.string()));
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  const bool existed = std::filesystem::exists(tmp, ec);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::app);
+    if (!out) {
+      return fail(ErrorCode::kIo,
+                  fmt::format("cannot write '{}': {}", tmp.string(), std::generic_category().message(errno)));
+    }
+  }
+  if (!existed) std::filesystem::remove(tmp, ec);
+  return {};
+}
+
 Result<const boost::json::value*> field(const boost::json::object& object, std::string_view key) {
   const auto* found = object.if_contains(boost::json::string_view(key.data(), key.size()));
   if (found == nullptr) return fail(ErrorCode::kInvalidArgument, fmt::format("missing field '{}'", key));

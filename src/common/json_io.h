@@ -26,6 +26,11 @@ std::string to_pretty_string(const boost::json::value& value);
 // Writes atomically: to `path.tmp`, then rename, so a crash never leaves half a result file.
 Result<void> write_file(const std::filesystem::path& path, std::string_view content);
 
+// Whether write_file(path, ...) can succeed: `path` is not a directory and its `path.tmp` can be
+// created (it is removed again). For commands that write only after a long computation, so a bad
+// path fails at once instead of after the work.
+Result<void> check_writable(const std::filesystem::path& path);
+
 // Typed field access with a clear error naming the field ("missing field 'model'" / "field
 // 'max_tokens' must be an integer").
 Result<const boost::json::value*> field(const boost::json::object& object, std::string_view key);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -599,6 +600,23 @@ TEST(SimCalibrate, FitsASmallMeasuredFile) {
   auto bad_jobs = run_ixbench({"sim", "calibrate", "--csv", subset, "--jobs", "-1"});
   EXPECT_EQ(bad_jobs.exit_code, 1);
   EXPECT_NE(bad_jobs.err.find("--jobs"), std::string::npos) << bad_jobs.err;
+
+  // Output paths that cannot take the files fail before the fit (the whole file takes hours on
+  // two cores), naming the flag; they used to fail after it, losing the fit.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> unwritable = {
+      {{"--out", "/nonexistent-ixbench-dir/c.json"}, "--out: cannot write '/nonexistent-ixbench-dir/c.json.tmp'"},
+      {{"--residuals-csv", ::testing::TempDir()}, "--residuals-csv: '"},
+  };
+  for (const auto& [args, message] : unwritable) {
+    std::vector<std::string> argv = {"sim", "calibrate", "--csv", csv, "--quiet"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto started = std::chrono::steady_clock::now();
+    auto r = run_ixbench(argv, "", 60);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 20.0);
+    EXPECT_EQ(r.out.find("points:"), std::string::npos) << "fitted first: " << r.out.substr(0, 200);
+  }
 }
 
 TEST(SimCalibrate, HoldoutSeriesJudgesWholeSeriesTheFitNeverSaw) {
