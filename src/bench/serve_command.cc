@@ -81,23 +81,17 @@ std::string trimmed(std::string_view text) {
   return std::string(text.substr(first, text.find_last_not_of(kSpace) - first + 1));
 }
 
-// Every item between separators, trimmed, empty ones included ("90,,99" has three).
-std::vector<std::string> split_all(std::string_view text, char sep) {
+// The non-empty items between separators, trimmed.
+std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find(sep, pos);
     if (end == std::string_view::npos) end = text.size();
-    out.push_back(trimmed(text.substr(pos, end - pos)));
+    std::string item = trimmed(text.substr(pos, end - pos));
+    if (!item.empty()) out.push_back(item);
     pos = end + 1;
   }
-  return out;
-}
-
-// The non-empty items.
-std::vector<std::string> split(std::string_view text, char sep) {
-  std::vector<std::string> out = split_all(text, sep);
-  std::erase_if(out, [](const std::string& item) { return item.empty(); });
   return out;
 }
 
