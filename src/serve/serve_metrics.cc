@@ -43,6 +43,24 @@ std::string number(double value) {
   return text;
 }
 
+// `labels` (k="v" pairs, comma-separated, in name order) with key="value" added in name order, as
+// prometheus_client, vLLM's exporter, prints every sample's labels (sorted by name).
+std::string with_label(std::string_view labels, std::string_view key, std::string_view value) {
+  const std::string added = fmt::format("{}=\"{}\"", key, value);
+  size_t pos = 0;  // start of the first pair whose name sorts after `key`
+  while (pos < labels.size()) {
+    const size_t eq = labels.find('=', pos);
+    if (eq == std::string_view::npos || labels.substr(pos, eq - pos) > key) break;
+    size_t i = eq + 2;  // inside the quoted value; escapes are backslash pairs
+    while (i < labels.size() && labels[i] != '"') i += labels[i] == '\\' ? 2 : 1;
+    pos = std::min(labels.size(), i + 1);
+    if (pos < labels.size() && labels[pos] == ',') ++pos;
+  }
+  if (labels.empty()) return added;
+  if (pos >= labels.size()) return fmt::format("{},{}", labels, added);
+  return fmt::format("{}{},{}", labels.substr(0, pos), added, labels.substr(pos));
+}
+
 void gauge(std::string& out, std::string_view name, std::string_view help, std::string_view type,
            std::string_view labels, double value) {
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n{}{{{}}} {}\n", name, help, name, type, name,
@@ -94,11 +112,11 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   uint64_t cumulative = 0;
   for (size_t index = 0; index < upper_bounds_.size(); ++index) {
     cumulative += buckets_[index].load(std::memory_order_relaxed);
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels,
-                   number(upper_bounds_[index]), number(static_cast<double>(cumulative)));
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{}}} {}\n", name,
+                   with_label(labels, "le", number(upper_bounds_[index])), number(static_cast<double>(cumulative)));
   }
   cumulative += buckets_[upper_bounds_.size()].load(std::memory_order_relaxed);
-  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels,
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{}}} {}\n", name, with_label(labels, "le", "+Inf"),
                  number(static_cast<double>(cumulative)));
   fmt::format_to(std::back_inserter(out), "{}_sum{{{}}} {}\n", name, labels,
                  number(static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9));
@@ -150,9 +168,9 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
     }
     escaped += c;
   }
-  // vLLM v1 labels every series with its engine index beside the model ("engine" first, as
-  // prometheus_client prints labels sorted); the simulator is one engine. ixbench's own series
-  // carry the model only.
+  // vLLM v1 labels every series with its engine index beside the model, all in name order
+  // (prometheus_client sorts them; with_label keeps le and finished_reason in place); the
+  // simulator is one engine. ixbench's own series carry the model only.
   const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", escaped);
   const std::string ixbench_labels = fmt::format("model_name=\"{}\"", escaped);
   gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
@@ -181,8 +199,9 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
   out += "# TYPE vllm:request_success_total counter\n";
   for (auto [reason, value] : {std::pair{"length", &finished_length_}, std::pair{"stop", &finished_stop_},
                                std::pair{"abort", &finished_abort_}}) {
-    fmt::format_to(std::back_inserter(out), "vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels,
-                   reason, number(static_cast<double>(value->load(std::memory_order_relaxed))));
+    fmt::format_to(std::back_inserter(out), "vllm:request_success_total{{{}}} {}\n",
+                   with_label(labels, "finished_reason", reason),
+                   number(static_cast<double>(value->load(std::memory_order_relaxed))));
   }
   ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
   // vLLM 0.11 renamed this histogram vllm:inter_token_latency_seconds and kept the old name,

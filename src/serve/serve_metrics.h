@@ -31,7 +31,8 @@ class Histogram {
   void observe(double value);
   // A duration of `ns` nanoseconds: bucketed as seconds, summed exactly.
   void observe_ns(int64_t ns);
-  // Appends the _bucket/_sum/_count lines of `name` with label `labels` (e.g. model_name="m").
+  // Appends the _bucket/_sum/_count lines of `name` with labels `labels` (k="v" pairs in name
+  // order, e.g. engine="0",model_name="m"); `le` goes in its name-order place.
   void render(std::string& out, std::string_view name, std::string_view help, std::string_view labels) const;
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }
   // Batched observation: callers that see many values (every token of a stream) count them into

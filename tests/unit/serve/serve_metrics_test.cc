@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -67,7 +68,17 @@ TEST(ServeMetrics, EverySampleLineIsWellFormed) {
     ASSERT_NE(close, std::string::npos) << line;
     EXPECT_NE(line.find("model_name=\"deepseek-ai/DeepSeek-R1\""), std::string::npos) << line;
     // vLLM v1's engine index on every vllm: series (the simulator is engine 0); not on ixbench's own.
-    EXPECT_EQ(line.starts_with("vllm:"), line.starts_with(line.substr(0, brace) + "{engine=\"0\",model_name=")) << line;
+    EXPECT_EQ(line.starts_with("vllm:"), line.find("{engine=\"0\",") == brace) << line;
+    // Label names in name order, as prometheus_client prints them (le and finished_reason included).
+    std::vector<std::string> names;
+    for (size_t at = brace + 1; at < close;) {
+      const size_t eq = line.find("=\"", at);
+      names.push_back(line.substr(at, eq - at));
+      size_t quote = eq + 2;
+      while (line[quote] != '"') quote += line[quote] == '\\' ? 2 : 1;
+      at = quote + 2;  // past the closing quote and the comma
+    }
+    EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << line;
     std::string value = line.substr(close + 2);
     char* end = nullptr;
     std::strtod(value.c_str(), &end);
@@ -78,17 +89,17 @@ TEST(ServeMetrics, EverySampleLineIsWellFormed) {
 
 TEST(ServeMetrics, HistogramBucketsAreCumulativeAndCountMatchesInf) {
   std::string text = render_sample();
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
-                      "DeepSeek-R1\",le=\"0.001\"} 0.0"),
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.001\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\"} 0.0"),
             std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
-                      "DeepSeek-R1\",le=\"0.005\"} 1.0"),
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.005\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\"} 1.0"),
             std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
-                      "DeepSeek-R1\",le=\"2560.0\"} 2.0"),
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"2560.0\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\"} 2.0"),
             std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
-                      "DeepSeek-R1\",le=\"+Inf\"} 3.0"),
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\"} 3.0"),
             std::string::npos);
   EXPECT_NE(
       text.find("vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"deepseek-ai/DeepSeek-R1\"} 3.0"),
@@ -115,8 +126,8 @@ TEST(ServeMetrics, InterTokenLatencyHasVllmsCurrentNameAndTheDeprecatedOne) {
   auto deprecated = samples_of(text, "vllm:time_per_output_token_seconds");
   EXPECT_EQ(current.size(), 22u);  // 19 bounds + +Inf, _sum, _count
   EXPECT_EQ(current, deprecated);
-  EXPECT_NE(text.find("vllm:inter_token_latency_seconds_bucket{engine=\"0\",model_name=\"deepseek-ai/"
-                      "DeepSeek-R1\",le=\"0.025\"} 1.0"),
+  EXPECT_NE(text.find("vllm:inter_token_latency_seconds_bucket{engine=\"0\",le=\"0.025\",model_name=\"deepseek-ai/"
+                      "DeepSeek-R1\"} 1.0"),
             std::string::npos);
 }
 
@@ -135,7 +146,9 @@ TEST(ServeMetrics, RequestPhaseHistogramsFollowVllmsDefinitions) {
     EXPECT_NE(text.find(family + "_sum" + labels + "} " + sum + "\n"), std::string::npos) << family << "\n" << text;
     EXPECT_NE(text.find(family + "_count" + labels + "} 1.0\n"), std::string::npos) << family;
     // The first bucket that holds the observation.
-    EXPECT_NE(text.find(family + "_bucket" + labels + ",le=\"" + first_bucket + "\"} 1.0\n"), std::string::npos)
+    EXPECT_NE(text.find(family + "_bucket{engine=\"0\",le=\"" + first_bucket +
+                        "\",model_name=\"deepseek-ai/DeepSeek-R1\"} 1.0\n"),
+              std::string::npos)
         << family;
   }
   // Times out of order never make a phase negative: a request scheduled "before" it arrived
@@ -166,11 +179,12 @@ TEST(Histogram, MergeAddsBatchedCounts) {
   histogram.merge(counts, 5'100'000'000);
   EXPECT_EQ(histogram.count(), 3u);
   std::string out;
-  histogram.render(out, "h", "help", "a=\"b\"");
-  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"0.1\"} 2.0\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"1.0\"} 2.0\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"+Inf\"} 3.0\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("h_sum{a=\"b\"} 5.1\n"), std::string::npos) << out;
+  histogram.render(out, "h", "help", "a=\"b\",z=\"y\"");
+  // le in its name-order place among the labels, as prometheus_client prints them.
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"0.1\",z=\"y\"} 2.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"1.0\",z=\"y\"} 2.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_bucket{a=\"b\",le=\"+Inf\",z=\"y\"} 3.0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("h_sum{a=\"b\",z=\"y\"} 5.1\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -343,7 +343,7 @@ TEST(SimServer, RequestsEndedByAStopAreInTheLatencyHistograms) {
   EXPECT_EQ(parse_object(lines[lines.size() - 2]).at("choices").at(0).at("finish_reason").as_string(), "stop");
   const std::string metrics = server.get("/metrics").body;
   for (const std::string series :
-       {"vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"stop\"} 1.0\n",
+       {"vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"test-model\"} 1.0\n",
         "vllm:e2e_request_latency_seconds_count{engine=\"0\",model_name=\"test-model\"} 1.0\n",
         "vllm:request_inference_time_seconds_count{engine=\"0\",model_name=\"test-model\"} 1.0\n"}) {
     EXPECT_NE(metrics.find(series), std::string::npos) << series << metrics;
@@ -655,7 +655,7 @@ TEST(SimServer, MetricsCountRequestsAndTokens) {
   EXPECT_NE(text.find("vllm:time_per_output_token_seconds_count{engine=\"0\",model_name=\"test-model\"} 27.0"),
             std::string::npos);
   EXPECT_NE(
-      text.find("vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"length\"} 3.0"),
+      text.find("vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"test-model\"} 3.0"),
       std::string::npos);
   for (const char* name :
        {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
@@ -715,7 +715,7 @@ TEST(SimServer, FixedScheduleExportsDeliveryLateness) {
             std::string::npos)
       << metrics;
   // At most one token may be later than 50 ms (a loaded test machine), none beyond 10 s.
-  const std::string le50 = "ixbench:token_delivery_lateness_seconds_bucket{model_name=\"test-model\",le=\"0.05\"} ";
+  const std::string le50 = "ixbench:token_delivery_lateness_seconds_bucket{le=\"0.05\",model_name=\"test-model\"} ";
   const size_t at = metrics.find(le50);
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GE(std::stod(metrics.substr(at + le50.size())), 4.0);
@@ -724,7 +724,7 @@ TEST(SimServer, FixedScheduleExportsDeliveryLateness) {
             std::string::npos)
       << metrics;
   const std::string first50 =
-      "ixbench:first_token_delivery_lateness_seconds_bucket{model_name=\"test-model\",le=\"0.05\"} ";
+      "ixbench:first_token_delivery_lateness_seconds_bucket{le=\"0.05\",model_name=\"test-model\"} ";
   const size_t first_at = metrics.find(first50);
   ASSERT_NE(first_at, std::string::npos) << metrics;
   EXPECT_EQ(std::stod(metrics.substr(first_at + first50.size())), 1.0);
@@ -803,7 +803,7 @@ TEST(SimServer, FixedScheduleIsDeliveredByEachConnectionsLoop) {
             std::string::npos);
   EXPECT_NE(metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0"), std::string::npos);
   EXPECT_NE(metrics.find(
-                "vllm:request_success_total{engine=\"0\",model_name=\"test-model\",finished_reason=\"length\"} 32.0"),
+                "vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"test-model\"} 32.0"),
             std::string::npos);
 }
 
@@ -831,7 +831,7 @@ TEST(SimServer, ClientDisconnectCancelsTheEngineRequest) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_NE(metrics.find("vllm:num_requests_running{engine=\"0\",model_name=\"test-model\"} 0.0"), std::string::npos);
-  EXPECT_NE(metrics.find("finished_reason=\"abort\"} 1.0"), std::string::npos);
+  EXPECT_NE(metrics.find("finished_reason=\"abort\",model_name=\"test-model\"} 1.0"), std::string::npos);
 }
 
 // --- fault injection ---------------------------------------------------------------------------
@@ -964,7 +964,7 @@ TEST(SimServerFaults, DropHappensWhenEventsCarrySeveralTokens) {
   }
   auto metrics = server.get("/metrics").body;
   EXPECT_NE(metrics.find("ixbench:injected_faults_total{model_name=\"test-model\"} 12.0"), std::string::npos);
-  EXPECT_NE(metrics.find("finished_reason=\"abort\"} 12.0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("finished_reason=\"abort\",model_name=\"test-model\"} 12.0"), std::string::npos) << metrics;
 }
 
 int count_malformed(const std::vector<std::string>& lines) {
