@@ -1,6 +1,7 @@
 // ixbench entry point: builds the CLI from registered subcommands, maps every failure to an exit
 // code (never an uncaught exception), and runs the selected subcommand.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -133,6 +134,25 @@ int run_main(int argc, char** argv) {
       for (int index = 1; index < argc; ++index) {
         std::string arg = argv[index];
         if (!arg.empty() && arg[0] != '-') return usage_error(fmt::format("unknown command '{}'", arg));
+      }
+    }
+    // CLI11 lists the extras last-first ("1 --top-k"); name them in command-line order, with the
+    // command they were given to.
+    if (CLI::App* leaf = selected_leaf(app)) {
+      std::vector<std::string> extras;
+      for (const CLI::App* at = leaf; at != nullptr; at = at->get_parent()) {
+        auto mine = at->remaining();
+        extras.insert(extras.begin(), mine.begin(), mine.end());
+      }
+      std::string path;
+      for (const CLI::App* at = leaf; at != nullptr && at->get_parent() != nullptr; at = at->get_parent())
+        path = at->get_name() + (path.empty() ? "" : " " + path);
+      if (!extras.empty()) {
+        fmt::print(stderr,
+                   "ixbench: error: 'ixbench {}' does not take {}: unknown option or extra value (see "
+                   "'ixbench {} --help')\n",
+                   path, fmt::join(extras, " "), path);
+        return kExitUsage;
       }
     }
     return usage_error(e.what());

@@ -45,6 +45,18 @@ TEST(Cli, UnknownFlagIsOneLineUsageError) {
   EXPECT_NE(result.err.find("--no-such-flag"), std::string::npos) << result.err;
 }
 
+TEST(Cli, UnknownOptionOfASubcommandNamesTheCommandAndTheOptionInOrder) {
+  // CLI11 said "The following arguments were not expected: 1 --top-k" (last first, no command).
+  auto result = run_ixbench({"bench", "serve", "--model", "m", "--top-k", "1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+  EXPECT_NE(result.err.find("'ixbench bench serve' does not take --top-k 1"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("'ixbench bench serve --help'"), std::string::npos) << result.err;
+  auto nested = run_ixbench({"sim", "predict", "--tp", "8", "stray"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("'ixbench sim predict' does not take stray"), std::string::npos) << nested.err;
+}
+
 TEST(Cli, MissingCommandIsUsageError) {
   auto result = run_ixbench({"--log-level", "debug"});
   EXPECT_EQ(result.exit_code, 2);
