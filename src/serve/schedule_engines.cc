@@ -73,7 +73,8 @@ Result<FixedScheduleEngine::Schedule> FixedScheduleEngine::admit(const sim::Gene
   Schedule schedule;
   // Ids from the upper half never collide with submit()'s.
   schedule.id = admitted_next_id_.fetch_add(1, std::memory_order_relaxed);
-  schedule.first_due_ns = std::min(arrived_ns, clock_.now_ns()) + ttft_ns_;
+  schedule.start_ns = std::min(arrived_ns, clock_.now_ns());
+  schedule.first_due_ns = schedule.start_ns + ttft_ns_;
   schedule.itl_ns = itl_ns_;
   schedule.max_tokens = request.max_tokens;
   schedule.prompt_tokens = prompt_tokens;
@@ -155,6 +156,7 @@ void FixedScheduleEngine::run() {
     event.new_tokens = 1;
     event.total_output_tokens = request.emitted;
     event.prompt_tokens = request.prompt_tokens;
+    event.scheduled_ns = request.submit_ns;  // its schedule starts when it is submitted
     bool last = request.emitted >= request.max_tokens;
     event.finish = last ? sim::FinishReason::kLength : sim::FinishReason::kNone;
     ++counters_.generation_tokens_total;
@@ -183,6 +185,7 @@ Result<uint64_t> NoDelayEngine::submit(sim::GenerationRequest request, Sink sink
   sim::TokenEvent event;
   event.request_id = id;
   event.time_ns = clock_.now_ns();
+  event.scheduled_ns = event.time_ns;  // scheduled and finished as it is submitted
   event.new_tokens = 1;
   event.prompt_tokens = prompt_tokens;
   for (int32_t index = 1; index <= request.max_tokens; ++index) {

@@ -63,9 +63,11 @@ class FixedScheduleEngine final : public sim::LiveEngine {
   int32_t max_model_len() const override { return max_model_len_; }
 
   // A request admitted for caller-side delivery: token i (0-based) is due at
-  // first_due_ns + i·itl_ns (steady-clock ns), i < max_tokens.
+  // first_due_ns + i·itl_ns (steady-clock ns), i < max_tokens; its schedule started (it was
+  // scheduled, in vLLM's terms) at start_ns.
   struct Schedule {
     uint64_t id = 0;
+    int64_t start_ns = 0;
     int64_t first_due_ns = 0;
     int64_t itl_ns = 0;
     int32_t max_tokens = 0;

@@ -23,27 +23,12 @@
 
 namespace ix::serve {
 
-namespace {
-
-// The fixed-schedule and no-delay engines schedule every request the moment it arrives (its queue
-// time is 0, its prefill its time to first token); the cost-model engine reports when it first
-// scheduled a request (TokenEvent::scheduled_ns).
-bool schedules_on_arrival(const sim::LiveEngine* engine) {
-  return dynamic_cast<const FixedScheduleEngine*>(engine) != nullptr ||
-         dynamic_cast<const NoDelayEngine*>(engine) != nullptr;
-}
-
-}  // namespace
-
 // Everything the handlers share. Member order matters for destruction: the engine goes before the
 // metrics, because destroying the engine destroys its sinks, whose stream states merge their
 // last observations into the metrics.
 struct ServeState {
   SimServeOptions options;
   std::unique_ptr<TextCodec> codec;
-  // Whether requests are scheduled on arrival (schedules_on_arrival); other engines report when
-  // they first scheduled a request in its first TokenEvent (scheduled_ns).
-  const bool scheduled_on_arrival;
   ServeMetrics metrics;
   FaultInjector faults;
   int64_t start_ns = 0;
@@ -58,7 +43,6 @@ struct ServeState {
   ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text)
       : options(std::move(opts)),
         codec(std::move(text)),
-        scheduled_on_arrival(schedules_on_arrival(eng.get())),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
         engine(std::move(eng)),
@@ -128,8 +112,8 @@ struct StreamShared {
 
   ServeMetrics& metrics;
   const int64_t received_ns;
-  // When the engine first scheduled the request (engine time); unknown: its phases are not
-  // observed.
+  // When the engine first scheduled the request (engine time, from its first TokenEvent); unknown
+  // (an engine that does not say): its phases are not observed.
   std::optional<int64_t> scheduled_ns;
   std::shared_ptr<http::Waker> waker;
 
@@ -341,6 +325,7 @@ class CompletionSource final : public http::BodySource {
     event.request_id = schedule_.id;
     event.new_tokens = 1;
     event.prompt_tokens = schedule_.prompt_tokens;
+    event.scheduled_ns = schedule_.start_ns;
     const int32_t before = produced_;
     while (produced_ < due_count) {
       event.time_ns = schedule_.first_due_ns + produced_ * schedule_.itl_ns;
@@ -878,7 +863,6 @@ class Router {
     spec.token_offset = starts[static_cast<size_t>(mixed % starts.size())];
 
     auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
-    if (state_.scheduled_on_arrival) shared->scheduled_ns = request.received_ns;
     // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
     if (state_.fixed == nullptr) shared->waker = context.waker();
     auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));
