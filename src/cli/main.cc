@@ -63,20 +63,12 @@ std::string conversion_message(CLI::App& app, const CLI::ConversionError& error)
   CLI::App* leaf = selected_leaf(app);
   const CLI::Option* option = (leaf ? leaf : &app)->get_option_no_throw(name);
   if (option == nullptr) return what;
+  // Integer text reaches conversion only as plain decimal (read_integers_as_decimal), so an
+  // integer option fails here only on a value its type cannot hold (5000000000 for an int32).
   const std::string type = option->get_type_name();
-  const bool integral = type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0;
-  const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
-  const bool digits = value.size() > sign && value.find_first_not_of("0123456789", sign) == std::string::npos;
-  std::string expected = "is not a value of type " + type;
-  if (integral && digits) {
-    expected = "is out of range for this option";
-  } else if (type.rfind("UINT", 0) == 0) {
-    expected = "is not a whole number >= 0";
-  } else if (integral) {
-    expected = "is not a whole number";
-  } else if (type.rfind("FLOAT", 0) == 0) {
-    expected = "is not a number";
-  }
+  const std::string expected = type.find("INT") != std::string::npos ? "is out of range for this option"
+                               : type.rfind("FLOAT", 0) == 0         ? "is not a number"
+                                                                     : "is not a value of type " + type;
   const std::string fallback = option->get_default_str();
   return fmt::format("{}: '{}' {}{}", name, value, expected,
                      fallback.empty() ? "" : fmt::format(" (default {})", fallback));
@@ -197,39 +189,37 @@ CLI::App* find_or_add_group(CLI::App& parent, const std::string& name, const std
   return parent.add_subcommand(name, description);
 }
 
-CLI::Validator unsigned_integer() {
+namespace {
+
+// Integer text as Python's int() reads it (optional sign, decimal digits), rewritten to plain
+// decimal; `not_whole` completes the error for text that is not such a number of type T.
+template <typename T>
+CLI::Validator integer_text(std::string not_whole) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [not_whole](std::string& text) -> std::string {
         std::string_view digits = text;
         if (digits.starts_with('+')) digits.remove_prefix(1);
-        uint64_t value = 0;
+        T value{};
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-        if (ec == std::errc::result_out_of_range && end == digits.data() + digits.size())
+        const bool well_formed = !digits.empty() && !(text.starts_with('+') && digits.starts_with('-')) &&
+                                 end == digits.data() + digits.size();
+        if (well_formed && ec == std::errc::result_out_of_range)
           return "'" + text + "' is out of range for this option";
-        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
-          return "'" + text + "' is not a whole number >= 0";
-        text = std::to_string(value);  // decimal, as Python reads it: CLI11 reads "010" as octal
+        if (!well_formed || ec != std::errc()) return "'" + text + "' " + not_whole;
+        text = std::to_string(value);
         return {};
       },
       "");
 }
 
+}  // namespace
+
+CLI::Validator unsigned_integer() {
+  return integer_text<uint64_t>("is not a whole number >= 0");
+}
+
 CLI::Validator signed_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::string_view digits = text;
-        if (digits.starts_with('+')) digits.remove_prefix(1);
-        int64_t value = 0;
-        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-        const bool well_formed =
-            !digits.empty() && digits.starts_with('-') == text.starts_with('-') && end == digits.data() + digits.size();
-        if (well_formed && ec == std::errc::result_out_of_range)
-          return "'" + text + "' is out of range for this option";
-        if (!well_formed || ec != std::errc()) return "'" + text + "' is not a whole number";
-        text = std::to_string(value);
-        return {};
-      },
-      "");
+  return integer_text<int64_t>("is not a whole number");
 }
 
 int report_error(const Error& error) {
