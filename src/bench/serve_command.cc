@@ -1,6 +1,5 @@
 #include "bench/serve_command.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -152,14 +151,10 @@ Result<std::filesystem::path> result_directory(const std::string& result_dir, co
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--result-dir: cannot create '{}': {}", dir.string(), ec.message()));
   }
-  const std::filesystem::path probe = dir / fmt::format(".ixbench-write-probe-{}", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--result-dir: cannot write in '{}': {}", dir.string(), std::strerror(errno)));
-  }
-  ::close(fd);
-  std::filesystem::remove(probe, ec);
+  // The file name may be derived only after the run (vLLM's naming has the date): probe the
+  // directory with a file of our own.
+  if (auto ok = json::check_writable(dir / fmt::format(".ixbench-write-probe-{}", ::getpid())); !ok)
+    return fail(ok.error().with_context("--result-dir"));
   return dir;
 }
 
@@ -553,10 +548,8 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     }
     if (!written) {
       write_error = written.error();
-      std::error_code ec;
-      const std::filesystem::path fallback =
-          std::filesystem::temp_directory_path(ec) / fmt::format("ixbench-{}-{}", ::getpid(), path.filename().string());
-      if (!ec && write_to(fallback)) {
+      const std::filesystem::path fallback = json::temp_fallback_path(path);
+      if (!fallback.empty() && write_to(fallback)) {
         write_error = write_error->with_context(
             fmt::format("cannot write the result to {} (saved to {} instead)", path.string(), fallback.string()));
       } else {

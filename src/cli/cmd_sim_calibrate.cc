@@ -2,9 +2,7 @@
 // points and writes calibration.json (src/sim/fit.h), printing the residual table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -104,11 +102,9 @@ int run_calibrate(const CalibrateFlags& flags) {
   auto write_or_keep = [&](const std::string& flag, const std::string& path, const std::string& text) {
     auto ok = json::write_file(path, text);
     if (ok || write_error) return;
-    std::error_code ec;
-    const auto fallback = std::filesystem::temp_directory_path(ec) /
-                          fmt::format("ixbench-{}-{}", ::getpid(), std::filesystem::path(path).filename().string());
+    const auto fallback = json::temp_fallback_path(path);
     write_error = ok.error().with_context(
-        !ec && json::write_file(fallback, text)
+        !fallback.empty() && json::write_file(fallback, text)
             ? fmt::format("{}: cannot write {} (saved to {} instead)", flag, path, fallback.string())
             : fmt::format("{}: cannot write {}", flag, path));
   };

@@ -1,6 +1,7 @@
 #include "common/json_io.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cmath>
@@ -174,6 +175,13 @@ Result<void> check_writable(const std::filesystem::path& path) {
   }
   if (!existed) std::filesystem::remove(tmp, ec);
   return {};
+}
+
+std::filesystem::path temp_fallback_path(const std::filesystem::path& intended) {
+  std::error_code ec;
+  const auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) return {};
+  return dir / fmt::format("ixbench-{}-{}", ::getpid(), intended.filename().string());
 }
 
 Result<const boost::json::value*> field(const boost::json::object& object, std::string_view key) {

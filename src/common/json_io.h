@@ -31,6 +31,11 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
 // path fails at once instead of after the work.
 Result<void> check_writable(const std::filesystem::path& path);
 
+// Where a file meant for `intended` goes when that cannot be written, so measured or fitted data
+// is kept: <temporary directory>/ixbench-<pid>-<file name>; empty when there is no temporary
+// directory.
+std::filesystem::path temp_fallback_path(const std::filesystem::path& intended);
+
 // Typed field access with a clear error naming the field ("missing field 'model'" / "field
 // 'max_tokens' must be an integer").
 Result<const boost::json::value*> field(const boost::json::object& object, std::string_view key);

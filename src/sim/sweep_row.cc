@@ -428,7 +428,7 @@ Result<RowWorkload> parse_sweep_row_text(const std::string& text, const EngineCo
   if (!value->is_object())
     return fail(ErrorCode::kParse, fmt::format("{}: expected one JSON object (a sweep row)", source));
   auto row = parse_sweep_row(value->as_object(), base);
-  if (!row && source != "--row") return fail(row.error().with_context(source));
+  if (!row) return fail(row.error().with_context(source));
   return row;
 }
 
