@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/json_io.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "metrics/serve_result.h"
 #include "metrics/statistics.h"
 #include "tokenizer/chat_template.h"
@@ -72,14 +73,6 @@ class StopSignalScope {
   struct sigaction old_term_ {};
 };
 
-// `text` without leading and trailing white space (Python's str.strip()).
-std::string trimmed(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  return std::string(text.substr(first, text.find_last_not_of(kSpace) - first + 1));
-}
-
 // The non-empty items between separators, trimmed.
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
@@ -87,7 +80,7 @@ std::vector<std::string> split(std::string_view text, char sep) {
   while (pos <= text.size()) {
     size_t end = text.find(sep, pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string item = trimmed(text.substr(pos, end - pos));
+    std::string item(strip(text.substr(pos, end - pos)));
     if (!item.empty()) out.push_back(item);
     pos = end + 1;
   }
@@ -293,11 +286,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   for (const auto& kv : o.metadata) {
     // As vLLM: split at the first '=', surrounding spaces dropped ("tp = 8" is key "tp").
     const size_t eq = kv.find('=');
-    const std::string key = eq == std::string::npos ? std::string() : trimmed(kv.substr(0, eq));
+    const std::string key = eq == std::string::npos ? std::string() : std::string(strip(kv.substr(0, eq)));
     if (key.empty()) {
       return fail(ErrorCode::kInvalidArgument, fmt::format("--metadata '{}': expected KEY=VALUE", kv));
     }
-    metadata[key] = trimmed(kv.substr(eq + 1));
+    metadata[key] = std::string(strip(kv.substr(eq + 1)));
   }
 
   const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);

@@ -14,6 +14,15 @@ inline std::string ascii_lower(std::string_view text) {
   return out;
 }
 
+// `text` without leading and trailing ASCII white space, as Python's str.strip() (flag values
+// written for vLLM's argparse).
+inline std::string_view strip(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+}
+
 // ASCII case-insensitive equality.
 inline bool ascii_iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/strings.h"
+
 namespace ix::metrics {
 namespace {
 
@@ -214,17 +216,11 @@ Result<std::vector<double>> parse_metric_percentiles(std::string_view text) {
                             "e.g. --metric-percentiles 90,99,99.9",
                             text, problem));
   };
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  auto trim = [&](std::string_view item) {
-    const size_t first = item.find_first_not_of(kSpace);
-    return first == std::string_view::npos ? std::string_view()
-                                           : item.substr(first, item.find_last_not_of(kSpace) - first + 1);
-  };
-  if (trim(text).empty()) return refuse("no percentile given");
+  if (strip(text).empty()) return refuse("no percentile given");
   std::vector<std::string_view> items;  // every item between commas, trimmed, empty ones included
   for (size_t pos = 0; pos <= text.size();) {
     const size_t comma = std::min(text.find(',', pos), text.size());
-    items.push_back(trim(text.substr(pos, comma - pos)));
+    items.push_back(strip(text.substr(pos, comma - pos)));
     pos = comma + 1;
   }
   std::vector<double> out;
