@@ -442,7 +442,12 @@ RawResult raw_reader_uring(const ix::http::Url& url, const Flags& f, int concurr
     std::vector<char> storage(kBufs * kBufSize);
     void* br_mem = nullptr;
     const size_t br_size = kBufs * sizeof(io_uring_buf);
-    if (posix_memalign(&br_mem, 4096, br_size) != 0) return;
+    if (posix_memalign(&br_mem, 4096, br_size) != 0) {
+      fmt::print(stderr, "io_uring reader: cannot allocate the buffer ring\n");
+      failed = true;
+      io_uring_queue_exit(&ring);
+      return;
+    }
     auto* br = static_cast<io_uring_buf_ring*>(br_mem);
     io_uring_buf_ring_init(br);
     io_uring_buf_reg reg{};

@@ -69,32 +69,23 @@ class Session : public std::enable_shared_from_this<Session> {
         if (ec2) return self->close();
         boost::system::error_code ignored;
         self->upstream_.set_option(tcp::no_delay(true), ignored);
-        self->client_to_upstream();
-        self->upstream_to_client();
+        self->relay(self->tls_, self->upstream_, self->from_client_);
+        self->relay(self->upstream_, self->tls_, self->from_upstream_);
       });
     });
   }
 
  private:
-  void client_to_upstream() {
+  // Reads what `from` has, writes it all to `to`, and again, until either side closes.
+  template <typename From, typename To>
+  void relay(From& from, To& to, std::array<char, 16384>& buffer) {
     auto self = shared_from_this();
-    tls_.async_read_some(asio::buffer(from_client_), [self](boost::system::error_code ec, size_t n) {
+    from.async_read_some(asio::buffer(buffer), [self, &from, &to, &buffer](boost::system::error_code ec, size_t n) {
       if (ec) return self->close();
-      asio::async_write(self->upstream_, asio::buffer(self->from_client_, n),
-                        [self](boost::system::error_code ec2, size_t) {
+      asio::async_write(to, asio::buffer(buffer, n),
+                        [self, &from, &to, &buffer](boost::system::error_code ec2, size_t) {
                           if (ec2) return self->close();
-                          self->client_to_upstream();
-                        });
-    });
-  }
-  void upstream_to_client() {
-    auto self = shared_from_this();
-    upstream_.async_read_some(asio::buffer(from_upstream_), [self](boost::system::error_code ec, size_t n) {
-      if (ec) return self->close();
-      asio::async_write(self->tls_, asio::buffer(self->from_upstream_, n),
-                        [self](boost::system::error_code ec2, size_t) {
-                          if (ec2) return self->close();
-                          self->upstream_to_client();
+                          self->relay(from, to, buffer);
                         });
     });
   }
