@@ -13,28 +13,31 @@ namespace ix::metrics {
 namespace {
 
 // numpy/_core/src/umath/loops_utils.h.src, DOUBLE_pairwise_sum: the exact association order
-// numpy uses, so sums (and therefore means and std) round identically.
-double pairwise_sum_impl(const double* a, size_t n) {
+// numpy uses, so sums (and therefore means and std) round identically. `at(i)` gives element i,
+// so a sum of squared deviations is taken without materialising them (np.std's (x−m)² array
+// holds exactly these values, summed in this order).
+template <typename At>
+double pairwise_sum_impl(const At& at, size_t first, size_t n) {
   constexpr size_t kBlock = 128;
   if (n < 8) {
     double res = 0.0;
-    for (size_t i = 0; i < n; ++i) res += a[i];
+    for (size_t i = 0; i < n; ++i) res += at(first + i);
     return res;
   }
   if (n <= kBlock) {
     double r[8];
-    for (size_t j = 0; j < 8; ++j) r[j] = a[j];
+    for (size_t j = 0; j < 8; ++j) r[j] = at(first + j);
     size_t i = 8;
     for (; i < n - (n % 8); i += 8) {
-      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+      for (size_t j = 0; j < 8; ++j) r[j] += at(first + i + j);
     }
     double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) res += a[i];
+    for (; i < n; ++i) res += at(first + i);
     return res;
   }
   size_t n2 = n / 2;
   n2 -= n2 % 8;
-  return pairwise_sum_impl(a, n2) + pairwise_sum_impl(a + n2, n - n2);
+  return pairwise_sum_impl(at, first, n2) + pairwise_sum_impl(at, first + n2, n - n2);
 }
 
 // numpy's _lerp: a + (b-a)·t for t < 0.5, b − (b−a)·(1−t) otherwise (exact at both ends).
@@ -48,7 +51,7 @@ double numpy_lerp(double a, double b, double t) {
 
 double pairwise_sum(std::span<const double> values) {
   // The reduction starts from add's identity 0.0 and adds the pairwise sum of the whole array.
-  return 0.0 + pairwise_sum_impl(values.data(), values.size());
+  return 0.0 + pairwise_sum_impl([values](size_t i) { return values[i]; }, 0, values.size());
 }
 
 double mean(std::span<const double> values) {
@@ -60,12 +63,11 @@ double std_dev(std::span<const double> values) {
   if (values.empty()) return 0.0;
   const double n = static_cast<double>(values.size());
   const double m = pairwise_sum(values) / n;
-  std::vector<double> sq(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
+  const auto squared_deviation = [values, m](size_t i) {
     const double d = values[i] - m;
-    sq[i] = d * d;
-  }
-  return std::sqrt(pairwise_sum(sq) / n);
+    return d * d;
+  };
+  return std::sqrt((0.0 + pairwise_sum_impl(squared_deviation, 0, values.size())) / n);
 }
 
 static double median_sorted(std::span<const double> sorted) {
@@ -108,18 +110,76 @@ std::string percentile_label(double p) {
   return fmt::format("{}", p);
 }
 
-Summary summarize(std::span<const double> values, std::span<const double> percentiles, double scale) {
+namespace {
+
+// The order statistics of `values` that the median and the requested percentiles read, found by
+// selection (std::nth_element) instead of a full sort: each needed rank k is placed at values[k]
+// with everything before it ≤ and everything after it ≥. Ranks are taken in ascending order, each
+// selection within the part right of the previous one, so the cost is about one pass per rank
+// instead of n·log n (a sweep's pooled ITL array holds millions of gaps). Reorders `values`.
+struct OrderStatistics {
+  std::span<double> values;
+  std::vector<size_t> ranks;  // ascending, distinct
+
+  explicit OrderStatistics(std::span<double> v) : values(v) {}
+  // Ranks that linear interpolation at p reads (lo and lo + 1), as percentile_sorted computes them.
+  void need(double p) {
+    const size_t n = values.size();
+    if (n == 0) return;
+    const double virtual_index = static_cast<double>(n - 1) * (p / 100.0);
+    if (virtual_index >= static_cast<double>(n - 1)) {
+      ranks.push_back(n - 1);
+      return;
+    }
+    if (virtual_index < 0.0) {
+      ranks.push_back(0);
+      return;
+    }
+    const size_t lo = static_cast<size_t>(std::floor(virtual_index));
+    ranks.push_back(lo);
+    ranks.push_back(lo + 1);
+  }
+  void select() {
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    auto from = values.begin();
+    for (size_t rank : ranks) {
+      const auto nth = values.begin() + static_cast<std::ptrdiff_t>(rank);
+      std::nth_element(from, nth, values.end());
+      from = nth + 1;
+    }
+  }
+};
+
+}  // namespace
+
+Summary summarize_in_place(std::span<double> values, std::span<const double> percentiles, double scale) {
   Summary s;
   s.count = static_cast<int64_t>(values.size());
-  std::vector<double> sorted(values.begin(), values.end());
-  std::sort(sorted.begin(), sorted.end());
+  if (values.empty()) {
+    for (double p : percentiles) s.percentiles.emplace_back(p, 0.0);
+    return s;
+  }
+  // Mean and std first: numpy's pairwise sums depend on the order of the values.
   s.mean = mean(values) * scale;
   s.std_dev = std_dev(values) * scale;
+  const auto [lowest, highest] = std::minmax_element(values.begin(), values.end());
+  s.min = *lowest * scale;
+  s.max = *highest * scale;
+  OrderStatistics order(values);
+  order.need(50.0);
+  for (double p : percentiles) order.need(p);
+  order.select();
+  // Only the selected ranks are read below, and each holds its sorted value.
+  const std::span<const double> sorted = values;
   s.median = median_sorted(sorted) * scale;
-  s.min = sorted.empty() ? 0.0 : sorted.front() * scale;
-  s.max = sorted.empty() ? 0.0 : sorted.back() * scale;
   for (double p : percentiles) s.percentiles.emplace_back(p, percentile_sorted(sorted, p) * scale);
   return s;
+}
+
+Summary summarize(std::span<const double> values, std::span<const double> percentiles, double scale) {
+  std::vector<double> copy(values.begin(), values.end());
+  return summarize_in_place(copy, percentiles, scale);
 }
 
 void SampleRecorder::merge(const SampleRecorder& other) {

@@ -57,9 +57,12 @@ struct Summary {
   std::vector<std::pair<double, double>> percentiles;
 };
 
-// All statistics at once (one sort). `scale` multiplies every statistic *after* it is computed
-// on the raw values, as vLLM does (`np.mean(ttfts) * 1000`), so seconds→ms matches bit for bit.
+// All statistics at once (selection of the needed order statistics, not a full sort). `scale`
+// multiplies every statistic *after* it is computed on the raw values, as vLLM does
+// (`np.mean(ttfts) * 1000`), so seconds→ms matches bit for bit.
 Summary summarize(std::span<const double> values, std::span<const double> percentiles, double scale = 1.0);
+// Same, without a copy: reorders `values` (for callers done with them, e.g. a run's pooled ITLs).
+Summary summarize_in_place(std::span<double> values, std::span<const double> percentiles, double scale = 1.0);
 
 // Keeps every sample so percentiles are exact (numpy-compatible), at 8 bytes per sample.
 // Mergeable: per-worker recorders are appended to one another at the end of a run; the result of

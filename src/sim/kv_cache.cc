@@ -1,5 +1,6 @@
 #include "sim/kv_cache.h"
 
+#include <bit>
 #include <cassert>
 
 namespace ix::sim {
@@ -27,6 +28,62 @@ std::vector<uint64_t> prompt_block_hashes(std::span<const int32_t> tokens, int32
     parent = h;
   }
   return hashes;
+}
+
+int32_t BlockHashIndex::find(uint64_t key) const {
+  if (size_ == 0) return kAbsent;
+  const size_t mask = keys_.size() - 1;
+  for (size_t slot = home(key);; slot = (slot + 1) & mask) {
+    if (values_[slot] == kAbsent) return kAbsent;
+    if (keys_[slot] == key) return values_[slot];
+  }
+}
+
+void BlockHashIndex::insert(uint64_t key, int32_t value) {
+  assert(value != kAbsent && find(key) == kAbsent);
+  if (2 * (size_ + 1) > keys_.size()) grow();
+  const size_t mask = keys_.size() - 1;
+  size_t slot = home(key);
+  while (values_[slot] != kAbsent) slot = (slot + 1) & mask;
+  keys_[slot] = key;
+  values_[slot] = value;
+  ++size_;
+}
+
+void BlockHashIndex::erase(uint64_t key, int32_t value) {
+  if (size_ == 0) return;
+  const size_t mask = keys_.size() - 1;
+  size_t hole = home(key);
+  while (true) {
+    if (values_[hole] == kAbsent) return;
+    if (keys_[hole] == key) break;
+    hole = (hole + 1) & mask;
+  }
+  if (values_[hole] != value) return;
+  // Backward shift: move later entries of the probe run into the hole while their home slot
+  // does not lie cyclically in (hole, slot], so every entry stays reachable from its home.
+  for (size_t slot = (hole + 1) & mask; values_[slot] != kAbsent; slot = (slot + 1) & mask) {
+    const size_t h = home(keys_[slot]);
+    const bool reachable_without_move = hole < slot ? (hole < h && h <= slot) : (hole < h || h <= slot);
+    if (reachable_without_move) continue;
+    keys_[hole] = keys_[slot];
+    values_[hole] = values_[slot];
+    hole = slot;
+  }
+  values_[hole] = kAbsent;
+  --size_;
+}
+
+void BlockHashIndex::grow() {
+  std::vector<uint64_t> old_keys = std::move(keys_);
+  std::vector<int32_t> old_values = std::move(values_);
+  const size_t capacity = old_keys.empty() ? 64 : 2 * old_keys.size();
+  keys_.assign(capacity, 0);
+  values_.assign(capacity, kAbsent);
+  shift_ = 64 - std::countr_zero(capacity);
+  size_ = 0;
+  for (size_t i = 0; i < old_keys.size(); ++i)
+    if (old_values[i] != kAbsent) insert(old_keys[i], old_values[i]);
 }
 
 BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching)
@@ -73,8 +130,7 @@ int32_t BlockPool::pop_head() {
   unlink(block);
   if (has_hash_[block]) {
     // Eviction: the cached content is overwritten.
-    auto it = cached_.find(hash_[block]);
-    if (it != cached_.end() && it->second == block) cached_.erase(it);
+    cached_.erase(hash_[block], block);
     has_hash_[block] = 0;
     ++evictions_;
   }
@@ -85,7 +141,7 @@ int32_t BlockPool::count_cached(std::span<const uint64_t> hashes) const {
   if (!prefix_caching_) return 0;
   int32_t count = 0;
   for (uint64_t h : hashes) {
-    if (cached_.find(h) == cached_.end()) break;
+    if (cached_.find(h) == BlockHashIndex::kAbsent) break;
     ++count;
   }
   return count;
@@ -102,11 +158,12 @@ bool BlockPool::allocate(std::vector<int32_t>& blocks, int32_t num_tokens, std::
   int32_t evictable_hits = 0;
   if (take_cached)
     for (int32_t i = 0; i < reuse; ++i)
-      if (ref_count_[cached_.at(hashes[i])] == 0) ++evictable_hits;
+      if (ref_count_[cached_.find(hashes[i])] == 0) ++evictable_hits;
   if (fresh + evictable_hits > num_free_) return false;
   if (take_cached) {
     for (int32_t i = 0; i < reuse; ++i) {
-      const int32_t block = cached_.at(hashes[i]);
+      const int32_t block = cached_.find(hashes[i]);
+      assert(block != BlockHashIndex::kAbsent);
       if (ref_count_[block]++ == 0) unlink(block);
       blocks.push_back(block);
     }
@@ -134,10 +191,10 @@ void BlockPool::register_blocks(std::span<const int32_t> blocks, std::span<const
   for (int32_t i = from; i < to; ++i) {
     const int32_t block = blocks[i];
     if (has_hash_[block]) continue;
-    if (cached_.find(hashes[i]) != cached_.end()) continue;  // same content already cached elsewhere
+    if (cached_.find(hashes[i]) != BlockHashIndex::kAbsent) continue;  // same content already cached elsewhere
     hash_[block] = hashes[i];
     has_hash_[block] = 1;
-    cached_.emplace(hashes[i], block);
+    cached_.insert(hashes[i], block);
   }
 }
 

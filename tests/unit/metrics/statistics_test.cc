@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace ix::metrics {
@@ -78,6 +80,43 @@ TEST(Statistics, SummarizeScalesAfterComputing) {
   ASSERT_EQ(s.percentiles.size(), 2u);
   EXPECT_EQ(s.percentiles[1].first, 99);
   EXPECT_EQ(s.percentiles[1].second, percentile(seconds, 99) * 1000.0);
+}
+
+// summarize() selects only the order statistics it reads; it must give exactly what a full sort
+// gives, for every size parity, ties, and percentiles at and between ranks (0, 100, tiny, 99.9),
+// and std must equal np.std's definition on the materialised squared deviations.
+TEST(Statistics, SummarizeBySelectionEqualsFullSort) {
+  std::mt19937_64 rng(11);
+  const std::vector<double> ps = {0, 0.001, 25, 50, 90, 99, 99.9, 100};
+  for (size_t n : {1u, 2u, 3u, 7u, 8u, 9u, 128u, 129u, 1000u, 40001u}) {
+    std::vector<double> values(n);
+    for (auto& v : values) v = (rng() % 4 == 0) ? 0.25 : std::ldexp(static_cast<double>(rng() % 1000000), -20);
+    const Summary s = summarize(values, ps, 1000.0);
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    const double m = pairwise_sum(values) / static_cast<double>(n);
+    std::vector<double> squared(n);
+    for (size_t i = 0; i < n; ++i) squared[i] = (values[i] - m) * (values[i] - m);
+    EXPECT_EQ(s.count, static_cast<int64_t>(n));
+    EXPECT_EQ(s.mean, m * 1000.0) << n;
+    EXPECT_EQ(s.std_dev, std::sqrt(pairwise_sum(squared) / static_cast<double>(n)) * 1000.0) << n;
+    EXPECT_EQ(s.median, (n % 2 ? sorted[n / 2] : (0.0 + sorted[n / 2 - 1] + sorted[n / 2]) / 2.0) * 1000.0) << n;
+    EXPECT_EQ(s.min, sorted.front() * 1000.0);
+    EXPECT_EQ(s.max, sorted.back() * 1000.0);
+    ASSERT_EQ(s.percentiles.size(), ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      EXPECT_EQ(s.percentiles[i].first, ps[i]);
+      EXPECT_EQ(s.percentiles[i].second, percentile_sorted(sorted, ps[i]) * 1000.0) << "n " << n << " p " << ps[i];
+    }
+    // In place: same statistics, and the values are only permuted.
+    std::vector<double> scratch = values;
+    const Summary in_place = summarize_in_place(scratch, ps, 1000.0);
+    EXPECT_EQ(in_place.median, s.median);
+    EXPECT_EQ(in_place.std_dev, s.std_dev);
+    EXPECT_EQ(in_place.percentiles, s.percentiles);
+    std::sort(scratch.begin(), scratch.end());
+    EXPECT_EQ(scratch, sorted);
+  }
 }
 
 TEST(SampleRecorder, MergeEqualsOneRecorderWithAllSamples) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <unordered_map>
+
 namespace ix::sim {
 namespace {
 
@@ -22,6 +25,37 @@ TEST(PromptBlockHashes, ChainsFullBlocksOnly) {
   auto hashes_c = prompt_block_hashes(c, 16);
   EXPECT_NE(hashes_c[0], a[0]);
   EXPECT_NE(hashes_c[1], a[1]);
+}
+
+// The open-addressing index against std::unordered_map under random inserts and erases. Keys are
+// drawn from a small range so probe runs collide, wrap around the table's end and get holes
+// punched into them (backward-shift deletion must keep every later entry reachable).
+TEST(BlockHashIndex, MatchesUnorderedMapUnderChurn) {
+  BlockHashIndex index;
+  std::unordered_map<uint64_t, int32_t> reference;
+  std::mt19937_64 rng(7);
+  for (int step = 0; step < 200000; ++step) {
+    const uint64_t key = rng() % 3000 * 0x100000001ULL;  // multiples share low bits
+    const auto it = reference.find(key);
+    if (it == reference.end()) {
+      ASSERT_EQ(index.find(key), BlockHashIndex::kAbsent) << "step " << step;
+      const int32_t value = static_cast<int32_t>(rng() % 100000);
+      index.insert(key, value);
+      reference.emplace(key, value);
+    } else {
+      ASSERT_EQ(index.find(key), it->second) << "step " << step;
+      if (rng() % 2) {
+        index.erase(key, it->second + 1);  // wrong block: the entry stays
+        ASSERT_EQ(index.find(key), it->second);
+        index.erase(key, it->second);
+        reference.erase(it);
+        ASSERT_EQ(index.find(key), BlockHashIndex::kAbsent);
+      }
+    }
+    ASSERT_EQ(index.size(), reference.size());
+  }
+  for (const auto& [key, value] : reference) EXPECT_EQ(index.find(key), value);
+  EXPECT_GT(reference.size(), 500u);
 }
 
 TEST(BlockPool, AllocatesGrowsAndReleases) {
