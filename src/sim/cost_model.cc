@@ -85,9 +85,30 @@ CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const
   peak_expert_ = hardware.peak_flops(precision);
   peak_attention_ = hardware.peak_bf16_flops;
   const bool in_domain = shape_.gpus <= hardware.scaleup_domain_gpus;
-  link_bandwidth_ = (in_domain ? hardware.scaleup_bandwidth_bytes_per_s : hardware.scaleout_bandwidth_bytes_per_s) *
-                    efficiency.link_efficiency;
   link_latency_ = in_domain ? hardware.scaleup_latency_s : hardware.scaleout_latency_s;
+  // Collectives. Inside one scale-up domain (NVLink, Infinity Fabric) every byte moves over it:
+  // ring all-reduce 2(t−1)/t of the message per rank, all-to-all (x−1)/x. A TP group spanning
+  // nodes (H100 TP16: two 8-GPU nodes) all-reduces hierarchically, as NCCL does: reduce-scatter
+  // inside each node, all-reduce of each GPU's 1/g shard across the nodes with every GPU on its
+  // own NIC, all-gather inside the node. (Before session 11 the whole message went through one
+  // NIC: an 8k-token prefill on H100 TP16 spent 0.7 s in all-reduces, ~6× NCCL's.) An all-to-all
+  // across nodes still charges its whole dispatch to the NIC: splitting off the intra-node share
+  // made the measured cross-node EP16 decode points (MI355X MoRI, H100 TRT-LLM) look faster than
+  // they ran, and unseen MI355X deployments worse (TTFT 12.7 → 17.7 %, docs/simulator.md).
+  const double up = hardware.scaleup_bandwidth_bytes_per_s * efficiency.link_efficiency;
+  const double out = hardware.scaleout_bandwidth_bytes_per_s * efficiency.link_efficiency;
+  const int32_t per_node = std::max(1, in_domain ? hardware.scaleup_domain_gpus : hardware.gpus_per_node);
+  if (const int32_t t = shape_.attn_tp; t > 1) {
+    const int32_t g = std::min(t, per_node);  // ranks of the group inside one node
+    const int32_t nodes = (t + g - 1) / g;
+    allreduce_s_per_byte_ = 2.0 * (g - 1) / g / up + (nodes > 1 ? 2.0 * (nodes - 1) / nodes / g / out : 0.0);
+  }
+  if (const int32_t x = exchange_ranks(); x > 1) all_to_all_s_per_byte_ = double(x - 1) / x / (in_domain ? up : out);
+}
+
+int32_t CostModel::exchange_ranks() const {
+  if (!model_.is_moe()) return 1;
+  return shape_.ep > 1 ? shape_.ep : (shape_.dp_ranks > 1 ? shape_.dp_ranks : 1);
 }
 
 double CostModel::gemm_mfu(double rows) const {
@@ -183,18 +204,13 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
     b[kFixed] += (e.step_overhead_s + layers * e.layer_overhead_s) * e.fixed_scale;
     b[kRequest] += rank.requests * e.request_overhead_s * e.fixed_scale * e.request_scale;
     if (shape_.attn_tp > 1) {
-      const double t = shape_.attn_tp;
       b[kOther] +=
-          2.0 * layers *
-          (link_latency_ + 2.0 * (t - 1) / t * rank.tokens * model_.hidden_size * kActivationBytes / link_bandwidth_);
+          2.0 * layers * (link_latency_ + rank.tokens * model_.hidden_size * kActivationBytes * allreduce_s_per_byte_);
     }
-    const int32_t exchange =
-        model_.is_moe() ? (shape_.ep > 1 ? shape_.ep : (shape_.dp_ranks > 1 ? shape_.dp_ranks : 1)) : 1;
-    if (exchange > 1) {
-      const double x = exchange;
+    if (exchange_ranks() > 1) {
       b[kOther] += 2.0 * model_.moe_layers() *
                    (link_latency_ + rank.tokens * double(model_.experts_per_token) * model_.hidden_size *
-                                        kDispatchBytes * (x - 1) / x / link_bandwidth_) *
+                                        kDispatchBytes * all_to_all_s_per_byte_) *
                    (1.0 - e.comm_overlap);
     }
     double total = 0;

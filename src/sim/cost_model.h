@@ -99,6 +99,9 @@ class CostModel {
   static int64_t cuda_graph_padded(int64_t tokens);
 
  private:
+  // Ranks that exchange tokens in each MoE layer (ep, else the DP-attention ranks; 1 = none).
+  int32_t exchange_ranks() const;
+
   ModelSpec model_;
   HardwareSpec hardware_;
   Efficiency efficiency_;
@@ -117,7 +120,10 @@ class CostModel {
   double peak_dense_ = 0;
   double peak_expert_ = 0;
   double peak_attention_ = 0;
-  double link_bandwidth_ = 0;
+  // Seconds per byte of one rank's message: TP all-reduce of the activations (attn_tp ranks) and
+  // the MoE all-to-all (dispatch or combine over the exchange group), see the constructor.
+  double allreduce_s_per_byte_ = 0;
+  double all_to_all_s_per_byte_ = 0;
   double link_latency_ = 0;
 };
 

@@ -150,6 +150,33 @@ TEST(CostModel, FittedFactorsScaleTheirBuckets) {
   EXPECT_NEAR(cost.buckets[kFixed], nominal.buckets[kFixed], 1e-12);
 }
 
+// An engine spanning two 8-GPU H100 nodes (TP16) all-reduces as NCCL does: inside each node over
+// NVLink, and across the nodes only each GPU's 1/8 shard, every GPU on its own NIC. The bandwidth part of the
+// communication bucket (two all-reduces per layer; the latency cancels in the difference of two chunk sizes) must
+// follow those formulas, not the whole message through one NIC (~6x slower for TP16).
+TEST(CostModel, CrossNodeCollectivesMoveMostBytesInsideTheNodes) {
+  const auto comm = [](const Fixture& f, int32_t tokens) {
+    RankLoad load;
+    load.add(tokens, 0, false, false);
+    return f.model->step({&load, 1}).buckets[kOther];
+  };
+  const auto tp16 = make("h100", "fp8", 16);
+  const HardwareSpec& hw = tp16.engine.hardware;
+  ASSERT_EQ(hw.gpus_per_node, 8);
+  ASSERT_LT(hw.scaleup_domain_gpus, 16);
+  const double eff = tp16.engine.efficiency.link_efficiency;
+  const double up = hw.scaleup_bandwidth_bytes_per_s * eff, out = hw.scaleout_bandwidth_bytes_per_s * eff;
+  const double message_bytes = 4096.0 * tp16.engine.model.hidden_size * 2.0;  // bf16 activations
+  const double per_layer = 2.0 * (2.0 * 7 / 8 / up + 2.0 * 1 / 2 / 8 / out) * message_bytes;
+  EXPECT_NEAR(comm(tp16, 8192) - comm(tp16, 4096), tp16.engine.model.num_layers * per_layer, 1e-9);
+  const double flat_nic = tp16.engine.model.num_layers * 2.0 * (2.0 * 15 / 16 / out) * message_bytes;
+  EXPECT_LT(comm(tp16, 8192) - comm(tp16, 4096), flat_nic / 5);
+  // Inside one node nothing changes: TP8 all-reduces over NVLink only.
+  const auto tp8 = make("h100", "fp8", 8);
+  EXPECT_NEAR(comm(tp8, 8192) - comm(tp8, 4096), tp8.engine.model.num_layers * 2.0 * (2.0 * 7 / 8 / up) * message_bytes,
+              1e-9);
+}
+
 TEST(CostModel, KvTransferGrowsWithPrompt) {
   auto f = make("h200", "fp8", 8);
   const double small = f.model->kv_transfer_seconds(1000, false);
