@@ -157,6 +157,73 @@ std::filesystem::path detailed_path(std::filesystem::path result) {
   return result;
 }
 
+// --ready-check-timeout-sec: one small request (the run's body with a short prompt and 1 output
+// token) to the endpoint, retried every second until it answers 200, the time is up, the watched
+// server exits or Ctrl-C / SIGTERM arrives (vLLM retries its first prompt every 5 s). Returns the
+// seconds waited. Errors: kUnavailable / kTimeout naming the last answer, kInvalidArgument for a
+// body that cannot be built.
+Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s) {
+  openai::CompletionRequest probe;
+  probe.model = run.model;
+  probe.prompt = "Hello";
+  probe.max_tokens = 1;
+  probe.ignore_eos = run.ignore_eos;
+  probe.extra_body_json = run.extra_body_json;
+  auto body = openai::build_request_body(run.backend, probe);
+  if (!body) return std::unexpected(body.error());
+  std::vector<http::Header> headers;
+  if (!run.api_key.empty()) headers.push_back({"Authorization", "Bearer " + run.api_key});
+  constexpr int64_t kRetryNs = 1'000'000'000;
+  const int64_t start = SteadyClock().now_ns();
+  const int64_t deadline = start + static_cast<int64_t>(timeout_s * 1e9);
+  const std::string where = run.base.origin() + run.endpoint;
+  std::string last;
+  for (int attempt = 1;; ++attempt) {
+    const int64_t now = SteadyClock().now_ns();
+    auto reply = http::fetch(run.base, "POST", run.endpoint, *body, headers,
+                             std::max<int64_t>(deadline - now, kRetryNs), run.verify_tls);
+    if (reply && reply->status == 200) {
+      const double waited = static_cast<double>(SteadyClock().now_ns() - start) / 1e9;
+      if (attempt > 1) log::info("bench serve: {} answered after {:.1f} s ({} attempts)", where, waited, attempt);
+      return waited;
+    }
+    last = reply ? fmt::format("HTTP {}: {}", reply->status, reply->body.substr(0, 200)) : reply.error().message();
+    // The next attempt a second after this one began, in short sleeps that notice Ctrl-C.
+    const int64_t next = std::min(now + kRetryNs, deadline);
+    while (true) {
+      if (g_interrupted.load()) {
+        return fail(ErrorCode::kUnavailable,
+                    fmt::format("interrupted while waiting for {} to answer (nothing was measured)", where));
+      }
+      if (run.server_pid > 0 && !process_alive(run.server_pid)) {
+        return fail(ErrorCode::kUnavailable, fmt::format("server process {} exited while waiting for {} to answer "
+                                                         "(last answer: {})",
+                                                         run.server_pid, where, last));
+      }
+      const int64_t left = next - SteadyClock().now_ns();
+      if (left <= 0) break;
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 50'000'000)));
+    }
+    if (SteadyClock().now_ns() >= deadline) {
+      return fail(ErrorCode::kTimeout,
+                  fmt::format("--ready-check-timeout-sec {}: {} did not answer 200 within {} s ({} attempts; last "
+                              "answer: {}); is the server up and is --base-url / --endpoint right?",
+                              timeout_s, where, timeout_s, attempt, last));
+    }
+  }
+}
+
+// The sampling flags given, as vLLM names them in request bodies.
+struct SamplingFlag {
+  const char* flag;
+  const char* key;
+  std::optional<double> value;
+  double min;
+  double max;
+  bool min_open;  // (min, max] instead of [min, max]
+  const char* range;
+};
+
 }  // namespace
 
 std::string python_float_str(double value) {
@@ -204,6 +271,49 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     if (!extra->is_object())
       return fail(ErrorCode::kInvalidArgument, "--extra-body must be a JSON object, e.g. '{\"top_p\": 0.95}'");
   }
+  // Sampling flags, checked against vLLM's SamplingParams ranges (a typo would otherwise come
+  // back as a 400 for every request). Given ones go into the body; an --extra-body entry of the
+  // same name wins, as in vLLM ({**sampling_params, **extra_body}).
+  const std::optional<double> top_k =
+      o.top_k ? std::optional<double>(static_cast<double>(*o.top_k)) : std::optional<double>();
+  const SamplingFlag sampling_flags[] = {
+      {"--top-p", "top_p", o.top_p, 0.0, 1.0, true, "in (0, 1]"},
+      {"--top-k", "top_k", top_k, -1.0, 1e18, false, ">= -1 (0 or -1: all tokens)"},
+      {"--min-p", "min_p", o.min_p, 0.0, 1.0, false, "in [0, 1]"},
+      {"--temperature", "temperature", o.temperature, 0.0, 1e18, false, ">= 0"},
+      {"--frequency-penalty", "frequency_penalty", o.frequency_penalty, -2.0, 2.0, false, "in [-2, 2]"},
+      {"--presence-penalty", "presence_penalty", o.presence_penalty, -2.0, 2.0, false, "in [-2, 2]"},
+      {"--repetition-penalty", "repetition_penalty", o.repetition_penalty, 0.0, 1e18, true, "> 0"},
+  };
+  boost::json::object sampling;
+  for (const SamplingFlag& f : sampling_flags) {
+    if (!f.value) continue;
+    const double v = *f.value;
+    const bool ok = std::isfinite(v) && (f.min_open ? v > f.min : v >= f.min) && v <= f.max;
+    if (!ok) return fail(ErrorCode::kInvalidArgument, fmt::format("{} must be {}, got {}", f.flag, f.range, v));
+    if (std::string_view(f.key) == "top_k") {
+      sampling[f.key] = *o.top_k;
+    } else {
+      sampling[f.key] = v;
+    }
+  }
+  std::string extra_body = o.extra_body;
+  if (!sampling.empty()) {
+    boost::json::object merged = sampling;
+    if (!o.extra_body.empty()) {
+      const auto extra = json::parse(o.extra_body, "--extra-body");  // checked to be an object above
+      for (const auto& [key, value] : extra->as_object()) merged[key] = value;
+    }
+    extra_body = json::to_string(merged);
+    for (auto& [key, value] : sampling) value = merged.at(key);  // recorded as sent
+  }
+  if (!(o.ready_check_timeout_s >= 0 && o.ready_check_timeout_s <= kMaxRequestTimeoutS)) {
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--ready-check-timeout-sec must be a number of seconds in [0, {:.0f}] (0 = no check), got {}",
+                    kMaxRequestTimeoutS, o.ready_check_timeout_s));
+  }
+  const bool save = o.save_result || o.save_detailed || o.append_result;
   const std::string base_text = o.base_url.empty() ? fmt::format("http://{}:{}", o.host, o.port) : o.base_url;
   auto base = http::Url::parse(base_text);
   if (!base) return std::unexpected(base.error().with_context("--base-url"));
@@ -381,7 +491,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (auto ok = prefetcher.wait_for_first(static_cast<size_t>(first_wave)); !ok) return std::unexpected(ok.error());
 
   // Where the result goes: checked before the run, so a long run is never lost to a typo.
-  if (o.save_result || o.save_detailed) {
+  if (save) {
     if (auto dir = result_directory(o.result_dir, o.result_filename); !dir) return std::unexpected(dir.error());
   }
 
@@ -392,7 +502,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.model = o.served_model_name.empty() ? o.model : o.served_model_name;
   run.ignore_eos = o.ignore_eos;
   run.continuous_usage = o.continuous_usage;
-  run.extra_body_json = o.extra_body;
+  run.extra_body_json = extra_body;
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;
@@ -431,8 +541,15 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   log::info("bench serve: {} {} model {} | {} prompts + {} warmups | concurrency {} | rate {} | {} client threads",
             base->origin(), run.endpoint, run.model, num_prompts, num_warmups,
             o.max_concurrency ? std::to_string(*o.max_concurrency) : "unlimited", o.request_rate, threads);
-  const double startup_s = static_cast<double>(SteadyClock().now_ns() - launch_ns) / 1e9;
   StopSignalScope stop_signals;
+  double ready_wait_s = 0;
+  if (o.ready_check_timeout_s > 0) {
+    auto waited = wait_until_ready(run, o.ready_check_timeout_s);
+    if (!waited) return std::unexpected(waited.error());
+    ready_wait_s = *waited;
+  }
+  // Launch to the first request, without the wait for the server (--ready-check-timeout-sec).
+  const double startup_s = static_cast<double>(SteadyClock().now_ns() - launch_ns) / 1e9 - ready_wait_s;
   auto output = run_serve(run);
   if (tty) fmt::print(stderr, "\r\033[K");
   if (!output) return std::unexpected(output.error());
@@ -481,6 +598,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["num_warmups"] = num_warmups;
   info.extra["short_output_requests"] = short_outputs;
   info.extra["startup_s"] = startup_s;
+  info.extra["label"] = o.label.empty() ? boost::json::value(nullptr) : boost::json::value(o.label);
+  if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
+  if (!sampling.empty()) info.extra["sampling_params"] = sampling;
   info.extra["tokenizer_load_s"] = tokenizer_load_s;
   info.extra["random_input_len"] = o.random_input_len;
   info.extra["random_output_len"] = o.random_output_len;
@@ -504,11 +624,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   }
 
   std::optional<Error> write_error;
-  if (o.save_result || o.save_detailed) {
+  if (save) {
     std::string name = o.result_filename;
     if (name.empty()) {
       std::string base_model = o.model.substr(o.model.rfind('/') == std::string::npos ? 0 : o.model.rfind('/') + 1);
-      name = fmt::format("{}-{}qps{}-{}-{}.json", o.backend, python_float_str(request_rate),
+      name = fmt::format("{}-{}qps{}-{}-{}.json", o.label.empty() ? o.backend : o.label, python_float_str(request_rate),
                          o.max_concurrency ? fmt::format("-concurrency{}", *o.max_concurrency) : "", base_model,
                          info.date);
     }
@@ -522,12 +642,19 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
         detailed_text += '\n';
       }
     }
+    // --append-result adds one line to what the file holds (rewritten atomically, so a failed
+    // write never loses the results already there); the detailed JSONL grows the same way.
+    auto put = [&](const std::filesystem::path& target, std::string_view text) {
+      if (!o.append_result) return json::write_file(target, text);
+      if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+      return json::append_line(target, text);
+    };
     auto write_to = [&](const std::filesystem::path& target) -> Result<void> {
-      if (auto ok = json::write_file(target, result_text); !ok) return ok;
-      log::info("bench serve: wrote {}", target.string());
+      if (auto ok = put(target, result_text); !ok) return ok;
+      log::info("bench serve: {} {}", o.append_result ? "appended to" : "wrote", target.string());
       if (!o.save_detailed) return {};
       const std::filesystem::path detailed = detailed_path(target);
-      if (auto ok = json::write_file(detailed, detailed_text); !ok) return ok;
+      if (auto ok = put(detailed, detailed_text); !ok) return ok;
       log::info("bench serve: wrote {}", detailed.string());
       return {};
     };

@@ -66,6 +66,20 @@ struct BenchServeOptions {
   bool scrape_metrics = true;
   std::optional<double> spec_acceptance_length;  // configured AL, reported beside the achieved one
   std::string extra_body;
+  // vLLM's sampling flags: set ones go into every request body (temperature stays 0, greedy, when
+  // not given); an --extra-body entry of the same name wins, as in vLLM.
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<double> frequency_penalty;
+  std::optional<double> presence_penalty;
+  std::optional<double> repetition_penalty;
+  std::string label;           // result "label" and file-name prefix (default: the backend)
+  bool append_result = false;  // add the result as one JSON line to the file instead of replacing it
+  // Before anything is measured, retry one small request until the endpoint answers 200, for at
+  // most this long (vLLM's --ready-check-timeout-sec; 0 = no check, InferenceX's client has none).
+  double ready_check_timeout_s = 0;
   bool insecure = false;
   bool progress = true;  // live progress line when stderr is a TTY
   double max_failed_fraction = 0.05;

@@ -24,6 +24,20 @@
 
 namespace ix::bench {
 
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return true;
+  if (::kill(pid, 0) != 0) return errno == EPERM;
+  // A dead child not yet reaped by its parent still answers kill(); its state is Z.
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (!f) return true;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* paren = std::strrchr(buf, ')');
+  return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
 namespace {
 
 using metrics::ErrorKind;
@@ -79,20 +93,6 @@ struct Shared {
   std::optional<std::string> server_gone;  // the watched server refused connections while alive
   std::vector<Worker*> workers;            // set before the loops start
 };
-
-bool process_alive(pid_t pid) {
-  if (pid <= 0) return true;
-  if (::kill(pid, 0) != 0) return errno == EPERM;
-  // A dead child not yet reaped by its parent still answers kill(); its state is Z.
-  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (!f) return true;
-  char buf[512];
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  const char* paren = std::strrchr(buf, ')');
-  return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
-}
 
 class Worker;
 

@@ -122,4 +122,7 @@ struct ServeRunnerOutput {
 // ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
 
+// Whether the process is alive (a zombie not yet reaped counts as gone); true for pid <= 0.
+bool process_alive(pid_t pid);
+
 }  // namespace ix::bench

@@ -63,6 +63,20 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--spec-acceptance-length", o->spec_acceptance_length,
                   "configured speculative-decoding acceptance length, reported beside the achieved one");
   cmd->add_option("--extra-body", o->extra_body, "JSON object merged into every request body");
+  cmd->add_option("--temperature", o->temperature, "sampling temperature sent in requests (default 0: greedy)");
+  cmd->add_option("--top-p", o->top_p, "top-p sent in requests (server default when not given)");
+  cmd->add_option("--top-k", o->top_k, "top-k sent in requests (server default when not given)");
+  cmd->add_option("--min-p", o->min_p, "min-p sent in requests (server default when not given)");
+  cmd->add_option("--frequency-penalty", o->frequency_penalty, "frequency penalty sent in requests");
+  cmd->add_option("--presence-penalty", o->presence_penalty, "presence penalty sent in requests");
+  cmd->add_option("--repetition-penalty", o->repetition_penalty,
+                  "repetition penalty sent in requests (completions backends send 1 when not given)");
+  cmd->add_option("--label", o->label, "label of the result (\"label\" field, file-name prefix; default: --backend)");
+  cmd->add_flag("--append-result", o->append_result,
+                "append the result as one JSON line to the result file (kept results stay; implies --save-result)");
+  cmd->add_option("--ready-check-timeout-sec", o->ready_check_timeout_s,
+                  "retry a 1-token request until the endpoint answers, at most this long (0 = no check)")
+      ->capture_default_str();
   cmd->add_flag("--insecure", o->insecure, "do not verify https certificates");
   cmd->add_flag("--disable-tqdm,--no-progress", *disable_progress, "no live progress line");
   cmd->add_option("--max-failed-fraction", o->max_failed_fraction, "exit 1 above this fraction of failed requests")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <system_error>
 
@@ -157,6 +158,23 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
                 fmt::format("cannot rename '{}' to '{}': {}", tmp.string(), path.string(), ec.message()));
   }
   return {};
+}
+
+Result<void> append_line(const std::filesystem::path& path, std::string_view content) {
+  std::string text;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return fail(ErrorCode::kIo, fmt::format("cannot read '{}' to append to it: {}", path.string(),
+                                              std::generic_category().message(errno)));
+    }
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) return fail(ErrorCode::kIo, fmt::format("read of '{}' failed", path.string()));
+  }
+  if (!text.empty()) text += '\n';
+  text += content;
+  return write_file(path, text);
 }
 
 Result<void> check_writable(const std::filesystem::path& path) {

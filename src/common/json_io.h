@@ -26,6 +26,12 @@ std::string to_pretty_string(const boost::json::value& value);
 // Writes atomically: to `path.tmp`, then rename, so a crash never leaves half a result file.
 Result<void> write_file(const std::filesystem::path& path, std::string_view content);
 
+// Appends `content` to the file (created when missing), after a newline when the file is not
+// empty: vLLM's --append-result layout (one JSON document per line). The whole file is rewritten
+// through write_file, so a crash mid-write never damages the results already in it. Errors:
+// kIo (unreadable or unwritable file).
+Result<void> append_line(const std::filesystem::path& path, std::string_view content);
+
 // Whether write_file(path, ...) can succeed: `path` is not a directory and its `path.tmp` can be
 // created (it is removed again). For commands that write only after a long computation, so a bad
 // path fails at once instead of after the work.

@@ -11,12 +11,14 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "common/json_io.h"
 #include "http/client.h"
+#include "support/scripted_server.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
 #include "tls_proxy.h"
@@ -813,6 +815,162 @@ TEST(BenchServe, MetadataNeverReplacesAMeasurementAndWarmupsAreCounted) {
   EXPECT_EQ(num(run.result, "num_warmups_excluded"), 4);
   // No p99 asked for: the summary does not print a made-up 0.
   EXPECT_EQ(run.process.out.find("P99"), std::string::npos) << run.process.out;
+}
+
+// A completions server that answers 503 ("loading") to its first `loading_posts` POSTs, then one
+// streamed token per request, and records every POST body (vLLM's sampling flags, extra body and
+// the ready-check probe are checked on what the server received).
+class LoadingServer {
+ public:
+  explicit LoadingServer(int loading_posts)
+      : server_(ix::testing::ScriptedServer::per_request([this, loading_posts](int fd, const std::string& request) {
+          if (request.rfind("POST ", 0) != 0) {
+            ix::testing::write_all(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+            return;
+          }
+          int index = 0;
+          {
+            std::lock_guard lock(mutex_);
+            index = posts_++;
+            const size_t body = request.find("\r\n\r\n");
+            if (index >= loading_posts && body != std::string::npos) bodies_.push_back(request.substr(body + 4));
+          }
+          if (index < loading_posts) {
+            ix::testing::write_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\n\r\nloading");
+            return;
+          }
+          std::string reply(ix::testing::kSseHead);
+          reply += ix::testing::http_chunk(
+              "data: {\"choices\":[{\"index\":0,\"text\":\" a\",\"finish_reason\":\"length\"}],"
+              "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}\n\n");
+          reply += ix::testing::http_chunk("data: [DONE]\n\n");
+          reply += "0\r\n\r\n";
+          ix::testing::write_all(fd, reply);
+        })) {}
+
+  std::string base_url() const { return server_.base_url(); }
+  std::vector<boost::json::object> bodies() {
+    std::lock_guard lock(mutex_);
+    std::vector<boost::json::object> out;
+    for (const auto& text : bodies_) {
+      auto parsed = ix::json::parse(text);
+      if (parsed && parsed->is_object()) out.push_back(parsed->as_object());
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  int posts_ = 0;
+  std::vector<std::string> bodies_;
+  ix::testing::ScriptedServer server_;  // last: its threads use the members above
+};
+
+std::vector<std::string> vllm_flags_run(const std::string& base_url, const std::filesystem::path& dir) {
+  return {"bench",
+          "serve",
+          "--base-url",
+          base_url,
+          "--model",
+          "deepseek-r1",
+          "--tokenizer",
+          "deepseek_v3",
+          "--random-input-len",
+          "16",
+          "--random-output-len",
+          "1",
+          "--num-prompts",
+          "3",
+          "--num-warmups",
+          "0",
+          "--no-progress",
+          "--client-lag-threshold-ms",
+          "1000",
+          "--no-server-metrics",
+          "--temperature",
+          "0.7",
+          "--top-k",
+          "5",
+          "--extra-body",
+          R"({"top_k": 7, "seed": 1})",
+          "--label",
+          "nightly",
+          "--append-result",
+          "--result-dir",
+          dir.string(),
+          "--result-filename",
+          "runs.jsonl",
+          "--ready-check-timeout-sec",
+          "30"};
+}
+
+TEST(BenchServe, VllmSamplingLabelAppendAndReadyCheckFlags) {
+  LoadingServer server(/*loading_posts=*/2);
+  const auto dir = scratch_dir("vllm_flags");
+  auto first = ix::testing::run_ixbench(vllm_flags_run(server.base_url(), dir));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("answered after"), std::string::npos) << first.err;  // two 503s, then ready
+  auto second = ix::testing::run_ixbench(vllm_flags_run(server.base_url(), dir));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+
+  // Two runs appended as two JSON lines (vLLM's --append-result), each labelled.
+  std::ifstream in(dir / "runs.jsonl");
+  std::vector<boost::json::object> results;
+  for (std::string line; std::getline(in, line);) {
+    auto parsed = ix::json::parse(line);
+    ASSERT_TRUE(parsed && parsed->is_object()) << line;
+    results.push_back(parsed->as_object());
+  }
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& result : results) {
+    EXPECT_EQ(result.at("label").as_string(), "nightly");
+    EXPECT_EQ(num(result, "completed"), 3);
+    // What was sent: the flag, or the --extra-body entry that overrides it.
+    EXPECT_EQ(num(result.at("sampling_params").as_object(), "temperature"), 0.7);
+    EXPECT_EQ(num(result.at("sampling_params").as_object(), "top_k"), 7);
+  }
+  EXPECT_GT(num(results[0], "ready_check_wait_s"), 1.5);  // retried once a second
+  EXPECT_LT(num(results[1], "ready_check_wait_s"), 1.0);  // ready at once
+
+  // The server saw the probes (1-token "Hello") and the measured requests, all with the
+  // sampling fields: 1 + 3 requests per run after the two 503s.
+  const auto bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 8u);
+  int probes = 0;
+  for (const auto& body : bodies) {
+    EXPECT_EQ(num(body, "temperature"), 0.7);
+    EXPECT_EQ(num(body, "top_k"), 7);
+    EXPECT_EQ(num(body, "seed"), 1);
+    EXPECT_FALSE(body.contains("top_p"));  // not given: left to the server
+    if (body.at("prompt").as_string() == "Hello") {
+      ++probes;
+      EXPECT_EQ(num(body, "max_tokens"), 1);
+    }
+  }
+  EXPECT_EQ(probes, 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, AServerThatNeverAnswersFailsTheReadyCheckWithoutAResult) {
+  LoadingServer server(/*loading_posts=*/1'000'000);
+  const auto dir = scratch_dir("never_ready");
+  auto args = vllm_flags_run(server.base_url(), dir);
+  args.back() = "1.5";  // --ready-check-timeout-sec
+  auto r = ix::testing::run_ixbench(args);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("did not answer 200 within 1.5 s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HTTP 503: loading"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "runs.jsonl"));
+  // Out-of-range sampling values are refused before anything is sent.
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--top-p", "0"}, {"--temperature", "-1"}, {"--min-p", "1.5"}, {"--presence-penalty", "3"}}) {
+    auto bad = vllm_flags_run(server.base_url(), dir);
+    bad.insert(bad.end(), {flag, value});
+    auto refused = ix::testing::run_ixbench(bad);
+    EXPECT_EQ(refused.exit_code, 1) << flag;
+    EXPECT_NE(refused.err.find(flag + " must be"), std::string::npos) << refused.err;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchServe, UsageErrors) {
