@@ -222,6 +222,7 @@ struct SamplingFlag {
   double max;
   bool min_open;  // (min, max] instead of [min, max]
   const char* range;
+  bool integer = false;  // sent as a JSON integer (top_k)
 };
 
 }  // namespace
@@ -274,11 +275,10 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   // Sampling flags, checked against vLLM's SamplingParams ranges (a typo would otherwise come
   // back as a 400 for every request). Given ones go into the body; an --extra-body entry of the
   // same name wins, as in vLLM ({**sampling_params, **extra_body}).
-  const std::optional<double> top_k =
-      o.top_k ? std::optional<double>(static_cast<double>(*o.top_k)) : std::optional<double>();
   const SamplingFlag sampling_flags[] = {
       {"--top-p", "top_p", o.top_p, 0.0, 1.0, true, "in (0, 1]"},
-      {"--top-k", "top_k", top_k, -1.0, 1e18, false, ">= -1 (0 or -1: all tokens)"},
+      {"--top-k", "top_k", o.top_k ? std::optional<double>(static_cast<double>(*o.top_k)) : std::nullopt, -1.0, 1e18,
+       false, ">= -1 (0 or -1: all tokens)", true},
       {"--min-p", "min_p", o.min_p, 0.0, 1.0, false, "in [0, 1]"},
       {"--temperature", "temperature", o.temperature, 0.0, 1e18, false, ">= 0"},
       {"--frequency-penalty", "frequency_penalty", o.frequency_penalty, -2.0, 2.0, false, "in [-2, 2]"},
@@ -291,8 +291,8 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     const double v = *f.value;
     const bool ok = std::isfinite(v) && (f.min_open ? v > f.min : v >= f.min) && v <= f.max;
     if (!ok) return fail(ErrorCode::kInvalidArgument, fmt::format("{} must be {}, got {}", f.flag, f.range, v));
-    if (std::string_view(f.key) == "top_k") {
-      sampling[f.key] = *o.top_k;
+    if (f.integer) {
+      sampling[f.key] = static_cast<int64_t>(v);
     } else {
       sampling[f.key] = v;
     }
