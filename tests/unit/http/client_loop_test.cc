@@ -215,6 +215,12 @@ TEST(ClientLoop, RefusedConnectionIsAConnectFailure) {
 // Out of file descriptors (e.g. thousands of streams over a low `ulimit -n`): the failure says so
 // and how to fix it (asio's range connect reported it as "Operation canceled").
 TEST(ClientLoop, OutOfFileDescriptorsIsAConnectFailureThatSaysSo) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The asan preset's UBSan vptr check probes memory through a pipe(), which fails with EMFILE
+  // while the limit is down, and then reports a false "invalid vptr" (valgrind's memcheck runs
+  // this test clean on the release build).
+  GTEST_SKIP() << "descriptor exhaustion breaks the sanitizers' own memory probes";
+#endif
   ScriptedServer server([](int, int) {});
   LoopOptions options;
   options.target = server.url();
