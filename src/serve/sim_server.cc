@@ -822,12 +822,15 @@ class Router {
                                         parsed->min_tokens),
                             "BadRequestError", "min_tokens");
     }
-    if (prompt_len + max_tokens > max_model_len) {
+    // Compared without the sum: max_tokens may be any positive int64 (the sum overflowed, the
+    // check passed and the engine refused max_tokens -1 with a message about min_tokens).
+    if (max_tokens > max_model_len - prompt_len) {
       return error_response(
           400,
           fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
                       "the messages, {} in the completion). Please reduce the length of the messages or completion.",
-                      max_model_len, prompt_len + max_tokens, prompt_len, max_tokens),
+                      max_model_len, static_cast<uint64_t>(prompt_len) + static_cast<uint64_t>(max_tokens), prompt_len,
+                      max_tokens),
           "BadRequestError");
     }
 

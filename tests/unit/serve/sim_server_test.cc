@@ -358,12 +358,91 @@ TEST(SimServer, BadRequestsGet400OpenAiErrors) {
   expect_openai_error(server.post("/v1/chat/completions", R"({"prompt":"x"})"), 400, "'messages'");
   expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","max_tokens":5000})"), 400,
                       "maximum context length is 4096");
+  // The largest int64 budget: prompt + max_tokens overflowed, the check passed and the engine
+  // refused "max_tokens=-1" in a message about min_tokens.
+  expect_openai_error(server.post("/v1/completions", R"({"prompt":"x","max_tokens":9223372036854775807})"), 400,
+                      "you requested 9223372036854775808 tokens (1 in the messages, 9223372036854775807 in the "
+                      "completion)");
   std::string long_prompt = "[" + std::string(4096 * 2 - 1, '1') + "]";
   for (size_t index = 2; index < long_prompt.size() - 1; index += 2) long_prompt[index] = ',';
   expect_openai_error(server.post("/v1/completions", R"({"prompt":)" + long_prompt + "}"), 400,
                       "maximum context length");
   expect_openai_error(server.post("/v1/completions", R"({"model":"other","prompt":"x"})"), 404,
                       "The model `other` does not exist.");
+}
+
+// Every field with every JSON type and boundary value, through the whole server (parsing, the
+// context checks, the int32 conversions into the engine request, streaming and not): a 200 that
+// completes, or an OpenAI 4xx error; never a 5xx, a dropped connection or a crash (the sum
+// prompt + max_tokens used to overflow for max_tokens = 2^63 - 1).
+TEST(SimServer, EveryFieldWithEveryJsonValueIsAnsweredOrRefusedCleanly) {
+  Server server;
+  const char* fields[] = {"max_tokens",
+                          "max_completion_tokens",
+                          "min_tokens",
+                          "stop",
+                          "stop_token_ids",
+                          "ignore_eos",
+                          "include_stop_str_in_output",
+                          "add_special_tokens",
+                          "truncate_prompt_tokens",
+                          "temperature",
+                          "top_k",
+                          "top_p",
+                          "n",
+                          "seed",
+                          "user",
+                          "stream_options"};
+  const char* values[] = {"null",
+                          "true",
+                          "0",
+                          "-1",
+                          "1",
+                          "3",
+                          "2147483647",
+                          "2147483648",
+                          "9223372036854775807",
+                          "-9223372036854775808",
+                          "1e308",
+                          "0.5",
+                          "\"\"",
+                          "\"x\"",
+                          "[]",
+                          "[0]",
+                          "[2147483647]",
+                          "[\"\"]",
+                          "{}",
+                          R"({"include_usage":true})"};
+  int answered = 0;
+  for (const bool stream : {false, true}) {
+    for (const bool chat : {false, true}) {
+      const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+      const std::string prompt =
+          chat ? R"("messages":[{"role":"user","content":"hi there"}])" : R"("prompt":"hi there")";
+      for (const char* field : fields) {
+        for (const char* value : values) {
+          const std::string body = "{" + prompt + (stream ? R"(,"stream":true)" : "") + ",\"" + field + "\":" + value +
+                                   (std::string_view(field).find("max_") == 0 ? "" : R"(,"max_tokens":4)") + "}";
+          const RawResponse response = server.post(path, body);
+          if (response.status == 200) {
+            ++answered;
+            if (stream) {
+              const auto lines = sse_data_lines(response.body);
+              ASSERT_FALSE(lines.empty()) << body;
+              EXPECT_EQ(lines.back(), "[DONE]") << body;
+            } else {
+              EXPECT_TRUE(parse_object(response.body).contains("choices")) << body;
+            }
+          } else {
+            ASSERT_TRUE(response.status == 400 || response.status == 404)
+                << response.status << " " << body << " -> " << response.body;
+            EXPECT_TRUE(parse_object(response.body).contains("error")) << body;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(answered, 100);  // the sweep reached the engine, not only the parser
 }
 
 TEST(SimServer, LogprobsEchoAndOutOfRangeSamplingAreRefusedNamingTheParam) {
