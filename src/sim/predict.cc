@@ -154,6 +154,13 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   if (!(options.random_range_ratio > 0 && options.random_range_ratio <= 1))
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--random-range-ratio must be in (0, 1], got {}", options.random_range_ratio));
+  // The longest drawn request is isl + osl (the engine refused it only when first drawn, naming a
+  // drawn length rather than the flags).
+  if (engine.max_model_len > 0 && int64_t{options.isl} + options.osl > engine.max_model_len)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--isl {} + --osl {} = {} tokens exceed {}'s context window of {} tokens (--max-model-len)",
+                            options.isl, options.osl, int64_t{options.isl} + options.osl, engine.model.name,
+                            engine.max_model_len));
   if (!(options.shared_prefix_fraction >= 0 && options.shared_prefix_fraction < 1))
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--shared-prefix-fraction must be in [0, 1), got {}", options.shared_prefix_fraction));

@@ -376,6 +376,12 @@ TEST(SimPredict, MissingOrNonPositiveLengthsAndCountsNameTheFlag) {
   EXPECT_EQ(huge.exit_code, 1);
   EXPECT_NE(huge.err.find("--conc values must be <="), std::string::npos) << huge.err;
   EXPECT_EQ(huge.err.find("internal error"), std::string::npos) << huge.err;
+  // Longer than the context window: named by the flags (the engine used to name the first drawn
+  // prompt length, "prompt (2007254999 tokens) + max_tokens (1)").
+  auto too_long = with({"--isl", "2147483647", "--osl", "1"});
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.err.find("--isl 2147483647 + --osl 1 = 2147483648 tokens exceed"), std::string::npos)
+      << too_long.err;
 }
 
 TEST(SimPredict, RowFileThatIsADirectoryOrEmptyIsAnError) {
