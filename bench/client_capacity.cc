@@ -200,8 +200,8 @@ std::string completion_body(int output_len, bool continuous_usage = true) {
                                   .ignore_eos = true,
                                   .temperature = 0.0,
                                   .continuous_usage = continuous_usage,
-                                  .extra_body_json = {}};
-  return *ix::openai::build_request_body(ix::openai::Backend::kVllm, r);
+                                  .extra_body = nullptr};
+  return ix::openai::build_request_body(ix::openai::Backend::kVllm, r);
 }
 
 // Phase 0: CPU cost of the client's per-event path, in process and independent of other load on

@@ -160,17 +160,15 @@ std::filesystem::path detailed_path(std::filesystem::path result) {
 // --ready-check-timeout-sec: one small request (the run's body with a short prompt and 1 output
 // token) to the endpoint, retried every second until it answers 200, the time is up, the watched
 // server exits or Ctrl-C / SIGTERM arrives (vLLM retries its first prompt every 5 s). Returns the
-// seconds waited. Errors: kUnavailable / kTimeout naming the last answer, kInvalidArgument for a
-// body that cannot be built.
+// seconds waited. Errors: kUnavailable / kTimeout naming the last answer.
 Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s) {
   openai::CompletionRequest probe;
   probe.model = run.model;
   probe.prompt = "Hello";
   probe.max_tokens = 1;
   probe.ignore_eos = run.ignore_eos;
-  probe.extra_body_json = run.extra_body_json;
-  auto body = openai::build_request_body(run.backend, probe);
-  if (!body) return std::unexpected(body.error());
+  probe.extra_body = &run.extra_body;
+  const std::string body = openai::build_request_body(run.backend, probe);
   std::vector<http::Header> headers;
   if (!run.api_key.empty()) headers.push_back({"Authorization", "Bearer " + run.api_key});
   constexpr int64_t kRetryNs = 1'000'000'000;
@@ -180,8 +178,8 @@ Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s)
   std::string last;
   for (int attempt = 1;; ++attempt) {
     const int64_t now = SteadyClock().now_ns();
-    auto reply = http::fetch(run.base, "POST", run.endpoint, *body, headers,
-                             std::max<int64_t>(deadline - now, kRetryNs), run.verify_tls);
+    auto reply = http::fetch(run.base, "POST", run.endpoint, body, headers, std::max<int64_t>(deadline - now, kRetryNs),
+                             run.verify_tls);
     if (reply && reply->status == 200) {
       const double waited = static_cast<double>(SteadyClock().now_ns() - start) / 1e9;
       if (attempt > 1) log::info("bench serve: {} answered after {:.1f} s ({} attempts)", where, waited, attempt);
@@ -264,13 +262,15 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--endpoint '{}' must be a path starting with '/', e.g. /v1/completions", o.endpoint));
   }
+  boost::json::object extra_body;
   if (!o.extra_body.empty()) {
-    // Checked once here: a bad object used to be found at the first send, after the tokenizer
-    // and the first prompts were made.
+    // Parsed once here: a bad object used to be found at the first send, after the tokenizer and
+    // the first prompts were made (and every send parsed the text again).
     auto extra = json::parse(o.extra_body, "--extra-body");
     if (!extra) return std::unexpected(extra.error());
     if (!extra->is_object())
       return fail(ErrorCode::kInvalidArgument, "--extra-body must be a JSON object, e.g. '{\"top_p\": 0.95}'");
+    extra_body = std::move(extra->as_object());
   }
   // Sampling flags, checked against vLLM's SamplingParams ranges (a typo would otherwise come
   // back as a 400 for every request). Given ones go into the body; an --extra-body entry of the
@@ -297,16 +297,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
       sampling[f.key] = v;
     }
   }
-  std::string extra_body = o.extra_body;
-  if (!sampling.empty()) {
-    boost::json::object merged = sampling;
-    if (!o.extra_body.empty()) {
-      const auto extra = json::parse(o.extra_body, "--extra-body");  // checked to be an object above
-      for (const auto& [key, value] : extra->as_object()) merged[key] = value;
-    }
-    extra_body = json::to_string(merged);
-    for (auto& [key, value] : sampling) value = merged.at(key);  // recorded as sent
-  }
+  boost::json::object body_fields = sampling;
+  for (const auto& [key, value] : extra_body) body_fields[key] = value;
+  for (auto& [key, value] : sampling) value = body_fields.at(key);  // recorded as sent
   if (!(o.ready_check_timeout_s >= 0 && o.ready_check_timeout_s <= kMaxRequestTimeoutS)) {
     return fail(
         ErrorCode::kInvalidArgument,
@@ -502,7 +495,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.model = o.served_model_name.empty() ? o.model : o.served_model_name;
   run.ignore_eos = o.ignore_eos;
   run.continuous_usage = o.continuous_usage;
-  run.extra_body_json = extra_body;
+  run.extra_body = std::move(body_fields);
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;

@@ -380,17 +380,10 @@ class Worker {
                                  .ignore_eos = o.ignore_eos,
                                  .temperature = 0.0,
                                  .continuous_usage = o.continuous_usage && openai::supports_continuous_usage(o.backend),
-                                 .extra_body_json = o.extra_body_json};
-    auto body = openai::build_request_body(o.backend, cr);
-    if (!body) {
-      std::lock_guard lock(shared_.error_mutex);
-      if (!shared_.fatal) shared_.fatal = body.error();
-      phase_->stopping.store(true);
-      return;
-    }
+                                 .extra_body = &o.extra_body};
     InFlight* f = acquire();
     f->reset(p, scheduled_ns, shape, warmup);
-    f->body = std::move(*body);
+    f->body = openai::build_request_body(o.backend, cr);
     ++in_flight_;
     loop_.submit(make_request(*f), f);
   }

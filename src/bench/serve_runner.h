@@ -66,9 +66,9 @@ struct ServeRunnerOptions {
   openai::Backend backend = openai::Backend::kVllm;
   std::string model;  // "model" field of every request
   bool ignore_eos = true;
-  bool continuous_usage = true;  // ask for usage in every chunk (backends that support it)
-  std::string extra_body_json;
-  std::string api_key;  // sent as "Authorization: Bearer"; never logged or stored
+  bool continuous_usage = true;    // ask for usage in every chunk (backends that support it)
+  boost::json::object extra_body;  // merged into every request body (--extra-body, sampling flags)
+  std::string api_key;             // sent as "Authorization: Bearer"; never logged or stored
   bool verify_tls = true;
 
   std::vector<workload::RequestShape> warmups;

@@ -48,7 +48,7 @@ bool supports_continuous_usage(Backend backend) {
   return backend != Backend::kOpenai && backend != Backend::kOpenaiChat;
 }
 
-Result<std::string> build_request_body(Backend backend, const CompletionRequest& r) {
+std::string build_request_body(Backend backend, const CompletionRequest& r) {
   boost::json::object body;
   body["model"] = r.model;
   if (uses_chat(backend)) {
@@ -67,11 +67,8 @@ Result<std::string> build_request_body(Backend backend, const CompletionRequest&
   if (r.continuous_usage) stream_options["continuous_usage_stats"] = true;
   body["stream_options"] = std::move(stream_options);
   if (r.ignore_eos) body["ignore_eos"] = true;
-  if (!r.extra_body_json.empty()) {
-    auto extra = json::parse(r.extra_body_json, "--extra-body");
-    if (!extra) return std::unexpected(extra.error());
-    if (!extra->is_object()) return fail(ErrorCode::kInvalidArgument, "--extra-body must be a JSON object");
-    for (const auto& [key, value] : extra->as_object()) body[key] = value;
+  if (r.extra_body) {
+    for (const auto& [key, value] : *r.extra_body) body[key] = value;
   }
   return json::to_string(body);
 }

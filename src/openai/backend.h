@@ -13,6 +13,7 @@
 // Thread-safety: pure functions; StreamChunkDecoder is one-stream, one-thread.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,12 +39,13 @@ struct CompletionRequest {
   bool ignore_eos = false;
   double temperature = 0.0;
   bool continuous_usage = false;
-  // Extra top-level JSON fields merged into the body (--extra-body), as a JSON object text.
-  std::string extra_body_json;
+  // Extra top-level fields merged into the body (--extra-body and the sampling flags), parsed
+  // once by the caller: the body is built for every request. Not owned; may be null.
+  const boost::json::object* extra_body = nullptr;
 };
 
-// The JSON request body. Errors: kInvalidArgument when extra_body_json is not a JSON object.
-Result<std::string> build_request_body(Backend backend, const CompletionRequest& request);
+// The JSON request body.
+std::string build_request_body(Backend backend, const CompletionRequest& request);
 
 // What one SSE `data:` payload of a streamed completion says.
 struct StreamChunk {
