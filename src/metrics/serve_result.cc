@@ -81,18 +81,15 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
   // Sized up front: a sweep point pools millions of gaps, and growing by doubling copied them
   // several times (most of `sim predict`'s page faults).
   {
-    size_t requests = 0, events = 0, tokens = 0;
+    size_t requests = 0, events = 0;
     for (const RequestRecord& r : records) {
       if (r.warmup || !r.success) continue;
       ++requests;
       events += r.content_event_ns.size();
-      for (size_t i = 1; i < r.content_event_ns.size(); ++i)
-        tokens += i < r.tokens_per_event.size() ? static_cast<size_t>(std::max<int32_t>(r.tokens_per_event[i], 1)) : 1;
     }
     for (auto* v : {&ttfts, &tpots, &all_tpots, &e2els, &queue, &sched_ttft, &sched_e2el}) v->reserve(requests);
-    itls.reserve(events);
-    tokens_per_chunk.reserve(events);
-    token_itl.reserve(tokens);
+    // One token per event is the common case; multi-token chunks grow token_itl beyond it.
+    for (auto* v : {&itls, &tokens_per_chunk, &token_itl}) v->reserve(events);
   }
 
   for (const RequestRecord& r : records) {

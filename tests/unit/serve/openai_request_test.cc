@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include "request_field_values.h"
+
 namespace ix::serve {
 namespace {
 
@@ -284,7 +286,9 @@ void expect_parsed_or_client_error(std::string_view body, ApiKind kind) {
     // Whatever parsed is usable: one prompt form, and a token budget that is positive if set.
     const int forms = parsed->prompt_text.has_value() + parsed->prompt_ids.has_value() + !parsed->messages.empty();
     EXPECT_EQ(forms, 1) << body;
-    if (parsed->max_tokens) EXPECT_GE(*parsed->max_tokens, 1) << body;
+    if (parsed->max_tokens) {
+      EXPECT_GE(*parsed->max_tokens, 1) << body;
+    }
     EXPECT_GE(parsed->min_tokens, 0) << body;
   }
   auto tokenize = parse_tokenize_request(body);
@@ -294,66 +298,11 @@ void expect_parsed_or_client_error(std::string_view body, ApiKind kind) {
 }
 
 TEST(OpenAiRequest, EveryFieldWithEveryJsonTypeParsesOrIsAClientError) {
-  const char* fields[] = {"model",
-                          "prompt",
-                          "messages",
-                          "max_tokens",
-                          "max_completion_tokens",
-                          "min_tokens",
-                          "stream",
-                          "stream_options",
-                          "stop",
-                          "stop_token_ids",
-                          "ignore_eos",
-                          "include_stop_str_in_output",
-                          "add_special_tokens",
-                          "truncate_prompt_tokens",
-                          "temperature",
-                          "top_p",
-                          "top_k",
-                          "min_p",
-                          "n",
-                          "seed",
-                          "logprobs",
-                          "top_logprobs",
-                          "prompt_logprobs",
-                          "echo",
-                          "frequency_penalty",
-                          "presence_penalty",
-                          "repetition_penalty",
-                          "user"};
-  const char* values[] = {"null",
-                          "true",
-                          "false",
-                          "0",
-                          "-1",
-                          "1",
-                          "9223372036854775807",
-                          "-9223372036854775808",
-                          "18446744073709551615",
-                          "1e308",
-                          "-1e308",
-                          "0.5",
-                          "1e-320",
-                          "\"\"",
-                          "\"x\"",
-                          "\"\\u0000\\ud800\"",
-                          "[]",
-                          "[1]",
-                          "[-1]",
-                          "[\"a\"]",
-                          "[null]",
-                          "[[1]]",
-                          "{}",
-                          R"({"include_usage":true,"continuous_usage_stats":"x"})",
-                          R"([{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url"}]}])",
-                          R"([{"role":"tool","content":null}])",
-                          R"([{"content":"no role"}])"};
   for (ApiKind kind : {ApiKind::kCompletion, ApiKind::kChat}) {
     const std::string base =
         kind == ApiKind::kCompletion ? R"("prompt":"hello")" : R"("messages":[{"role":"user","content":"hello"}])";
-    for (const char* field : fields) {
-      for (const char* value : values) {
+    for (const char* field : request_sweep::kRequestFields) {
+      for (const char* value : request_sweep::kBoundaryJsonValues) {
         // The field beside a valid prompt, and alone (a prompt field replaced by the value).
         expect_parsed_or_client_error(fmt::format(R"({{{},"{}":{}}})", base, field, value), kind);
         expect_parsed_or_client_error(fmt::format(R"({{"{}":{}}})", field, value), kind);
