@@ -135,6 +135,10 @@ double CostModel::kv_capacity_tokens(double gpu_memory_utilization) const {
   return available / kv_bytes_per_token_rank_;
 }
 
+double CostModel::weights_only_utilization() const {
+  return weight_bytes_per_gpu_ / hardware_.hbm_bytes + kActivationReserveFraction;
+}
+
 double CostModel::kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) const {
   const double bandwidth =
       (same_domain ? hardware_.scaleup_bandwidth_bytes_per_s : hardware_.scaleout_bandwidth_bytes_per_s) *

@@ -90,6 +90,8 @@ class CostModel {
   double kv_bytes_per_token_per_rank() const { return kv_bytes_per_token_rank_; }
   // KV-cache tokens one rank can hold at this memory utilisation (<= 0: the model does not fit).
   double kv_capacity_tokens(double gpu_memory_utilization) const;
+  // The utilization at which the weights and the activation reserve fill the budget (no KV left).
+  double weights_only_utilization() const;
   // Prefill -> decode KV transfer of `prompt_tokens` (scale-out link unless both sides share
   // the scale-up domain).
   double kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) const;

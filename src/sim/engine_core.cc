@@ -578,13 +578,19 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
                                                           : 0;
       if (config.num_gpu_blocks_override <= 0 && topology.max_kv_tokens > 0 && blocks > 0)
         blocks = std::max<int64_t>(1, std::min(blocks, topology.max_kv_tokens / config.block_size));
-      if (blocks < 1)
+      if (blocks < 1) {
+        // Below ~0.97 a higher utilization is a fix too (vLLM's default 0.9 is what recipes
+        // commonly raise).
+        const double floor = inst.cost->weights_only_utilization();
+        const std::string raise =
+            floor < 0.97 ? fmt::format("raise --gpu-memory-utilization above {:.3f}, ", floor) : "";
         return fail(ErrorCode::kInvalidArgument,
                     fmt::format("{} does not fit on {} x {} (tp={}, precision {}): weights need {:.1f} GB per GPU of "
-                                "{:.0f} GB at gpu-memory-utilization {}; use more GPUs (--tp) or a lower precision",
+                                "{:.0f} GB at gpu-memory-utilization {}; {}use more GPUs (--tp) or a lower precision",
                                 engine.model.name, topology.tp, engine.hardware.name, topology.tp, config.precision,
                                 inst.cost->weight_bytes_per_gpu() / 1e9, engine.hardware.hbm_bytes / 1e9,
-                                engine.config.gpu_memory_utilization));
+                                engine.config.gpu_memory_utilization, raise));
+      }
       inst.max_seqs = topology.max_num_seqs > 0 ? topology.max_num_seqs : config.max_num_seqs;
       inst.budget =
           topology.max_num_batched_tokens > 0 ? topology.max_num_batched_tokens : config.max_num_batched_tokens;

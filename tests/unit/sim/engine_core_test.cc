@@ -597,6 +597,33 @@ TEST(EngineCore, UnfittableModelIsAClearError) {
   auto core = EngineCore::create(*resolved);
   ASSERT_FALSE(core);
   EXPECT_NE(core.error().message().find("does not fit"), std::string::npos);
+  // 671B at FP8 over 2 x 80 GB: no utilization helps, so none is suggested.
+  EXPECT_EQ(core.error().message().find("--gpu-memory-utilization above"), std::string::npos) << core.error().message();
+}
+
+TEST(EngineCore, WeightsThatFitAtAHigherUtilizationSayWhichUtilization) {
+  // DeepSeek-R1 FP8 on 8 x H200 at a utilization below the weights' share of HBM: raising it is
+  // the fix, and the message names the threshold.
+  EngineConfig config;
+  config.model = "deepseek-r1";
+  config.hardware = "h200";
+  config.precision = "fp8";
+  config.tp = 8;
+  config.gpu_memory_utilization = 0.5;
+  auto resolved = resolve_engine(config);
+  ASSERT_TRUE(resolved);
+  auto core = EngineCore::create(*resolved);
+  ASSERT_FALSE(core);
+  const std::string message = core.error().message();
+  const auto at = message.find("raise --gpu-memory-utilization above 0.");
+  ASSERT_NE(at, std::string::npos) << message;
+  const double threshold = std::stod(message.substr(at + std::string("raise --gpu-memory-utilization above ").size()));
+  EXPECT_GT(threshold, 0.5) << message;
+  EXPECT_LT(threshold, 0.9) << message;
+  config.gpu_memory_utilization = threshold + 0.05;
+  auto fits = resolve_engine(config);
+  ASSERT_TRUE(fits);
+  EXPECT_TRUE(EngineCore::create(*fits)) << "the suggested utilization (plus room for KV) fits";
 }
 
 }  // namespace
