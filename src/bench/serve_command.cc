@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -157,6 +158,48 @@ std::filesystem::path detailed_path(std::filesystem::path result) {
   return result;
 }
 
+// --header KEY=VALUE (vLLM's --header): split at the first '=', surrounding spaces dropped. The
+// name must be an HTTP token and the value free of control characters (a CR/LF would inject
+// headers of its own); the headers that frame the message or the connection stay the client's;
+// a name given twice is refused rather than one value silently dropped.
+Result<std::vector<http::Header>> parse_headers(const std::vector<std::string>& items) {
+  auto is_token_char = [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  std::vector<http::Header> out;
+  for (const auto& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--header '{}': expected KEY=VALUE (e.g. --header x-request-source=ixbench)", item));
+    const std::string name(strip(std::string_view(item).substr(0, eq)));
+    const std::string value(strip(std::string_view(item).substr(eq + 1)));
+    if (name.empty() || !std::all_of(name.begin(), name.end(), is_token_char))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--header '{}': '{}' is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                              item, name));
+    if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--header {}: the value holds a control character (CR, LF, ...); HTTP header values "
+                              "cannot",
+                              name));
+    for (const char* owned : {"host", "content-length", "transfer-encoding", "connection", "te", "upgrade", "expect"}) {
+      if (ascii_iequals(name, owned))
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("--header {}: set by the client itself (it frames the request or keeps the "
+                                "connection); remove it",
+                                name));
+    }
+    for (const auto& earlier : out) {
+      if (ascii_iequals(earlier.name, name))
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("--header {} is given twice; give each header once", name));
+    }
+    out.push_back({name, value});
+  }
+  return out;
+}
+
 // --ready-check-timeout-sec: one small request (the run's body with a short prompt and 1 output
 // token) to the endpoint, retried every second until it answers 200, the time is up, the watched
 // server exits or Ctrl-C / SIGTERM arrives (vLLM retries its first prompt every 5 s). Returns the
@@ -169,8 +212,7 @@ Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s)
   probe.ignore_eos = run.ignore_eos;
   probe.extra_body = &run.extra_body;
   const std::string body = openai::build_request_body(run.backend, probe);
-  std::vector<http::Header> headers;
-  if (!run.api_key.empty()) headers.push_back({"Authorization", "Bearer " + run.api_key});
+  const std::vector<http::Header> headers = server_headers(run);
   constexpr int64_t kRetryNs = 1'000'000'000;
   const int64_t start = SteadyClock().now_ns();
   const int64_t deadline = start + static_cast<int64_t>(timeout_s * 1e9);
@@ -396,6 +438,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     metadata[key] = std::string(strip(kv.substr(eq + 1)));
   }
 
+  auto extra_headers = parse_headers(o.headers);
+  if (!extra_headers) return std::unexpected(extra_headers.error());
+
   const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);
   const int64_t num_warmups = o.num_warmups.value_or(o.max_concurrency ? 2 * *o.max_concurrency : 0);
   if (num_prompts < 1 || num_prompts > kMaxPrompts)
@@ -497,6 +542,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.continuous_usage = o.continuous_usage;
   run.extra_body = std::move(body_fields);
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
+  run.extra_headers = *extra_headers;
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;
   run.measured = shapes->measured;
@@ -594,6 +640,12 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["label"] = o.label.empty() ? boost::json::value(nullptr) : boost::json::value(o.label);
   if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
   if (!sampling.empty()) info.extra["sampling_params"] = sampling;
+  if (!extra_headers->empty()) {
+    // Names only: values may be credentials.
+    boost::json::array names;
+    for (const auto& h : *extra_headers) names.emplace_back(h.name);
+    info.extra["extra_header_names"] = std::move(names);
+  }
   info.extra["tokenizer_load_s"] = tokenizer_load_s;
   info.extra["random_input_len"] = o.random_input_len;
   info.extra["random_output_len"] = o.random_output_len;

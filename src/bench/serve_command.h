@@ -57,6 +57,7 @@ struct BenchServeOptions {
   std::string result_dir;
   std::string result_filename;
   std::vector<std::string> metadata;  // KEY=VALUE, added to the result
+  std::vector<std::string> headers;   // KEY=VALUE, HTTP headers sent with every request (--header)
   uint64_t seed = 0;
   double request_timeout_s = 600.0;
   int max_retries = 0;

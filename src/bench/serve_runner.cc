@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/strings.h"
 #include "common/utf8.h"
 #include "http/sse.h"
 #include "metrics/prometheus.h"
@@ -165,7 +166,11 @@ class InFlight final : public http::ResponseSink {
 class Worker {
  public:
   Worker(int id, int count, Shared& shared, http::LoopOptions loop_options)
-      : id_(id), count_(count), shared_(shared), loop_(std::move(loop_options)) {}
+      : id_(id),
+        count_(count),
+        shared_(shared),
+        loop_(std::move(loop_options)),
+        headers_(server_headers(*shared.options, {{"Accept", "text/event-stream"}})) {}
 
   http::ClientLoop& loop() { return loop_; }
   const ServeRunnerOptions& options() const { return *shared_.options; }
@@ -350,8 +355,7 @@ class Worker {
     http::Request request;
     request.target = options().endpoint;
     request.timeout_ns = options().request_timeout_ns;
-    request.headers.push_back({"Accept", "text/event-stream"});
-    if (!options().api_key.empty()) request.headers.push_back({"Authorization", "Bearer " + options().api_key});
+    request.headers = headers_;
     request.body = f.body;
     return request;
   }
@@ -425,6 +429,7 @@ class Worker {
   Shared& shared_;
   http::ClientLoop loop_;
   openai::StreamChunkDecoder chunk_decoder_;
+  std::vector<http::Header> headers_;  // of every request (built once)
   Phase* phase_ = nullptr;
   int64_t slots_ = 0;
   int64_t in_flight_ = 0;
@@ -550,6 +555,21 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
 
 }  // namespace
 
+std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std::vector<http::Header> defaults) {
+  std::vector<http::Header> out = std::move(defaults);
+  auto put = [&out](http::Header header) {
+    auto same = [&header](const http::Header& h) { return ascii_iequals(h.name, header.name); };
+    if (auto it = std::find_if(out.begin(), out.end(), same); it != out.end()) {
+      *it = std::move(header);
+    } else {
+      out.push_back(std::move(header));
+    }
+  };
+  if (!options.api_key.empty()) put({"Authorization", "Bearer " + options.api_key});
+  for (const auto& header : options.extra_headers) put(header);
+  return out;
+}
+
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
   // No more threads than the concurrency cap: a closed-loop worker's share of the cap would be
@@ -674,17 +694,21 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
     out.extra["warmup_duration_s"] = static_cast<double>(SteadyClock().now_ns() - warm.t0) / 1e9;
   }
 
+  // The same credentials and extra headers as the benchmark's requests (an auth proxy in front of
+  // the server guards /metrics and the profiler too).
+  const std::vector<http::Header> control_headers = server_headers(options);
   metrics::PrometheusSample before;
   bool have_before = false;
   if (!stopped && options.scrape_server_metrics) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000, options.verify_tls);
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, control_headers, 5'000'000'000, options.verify_tls);
         r && r->status == 200) {
       before = metrics::parse_prometheus_text(r->body);
       have_before = true;
     }
   }
   if (!stopped && options.profile) {
-    auto r = http::fetch(options.base, "POST", "/start_profile", {}, {}, 60'000'000'000, options.verify_tls);
+    auto r =
+        http::fetch(options.base, "POST", "/start_profile", {}, control_headers, 60'000'000'000, options.verify_tls);
     out.extra["profile_start"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
 
@@ -726,11 +750,12 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   const double end_unix = unix_now_s();
 
   if (options.profile && !stopped) {
-    auto r = http::fetch(options.base, "POST", "/stop_profile", {}, {}, 600'000'000'000, options.verify_tls);
+    auto r =
+        http::fetch(options.base, "POST", "/stop_profile", {}, control_headers, 600'000'000'000, options.verify_tls);
     out.extra["profile_stop"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
   if (have_before && process_alive(options.server_pid)) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, {}, 5'000'000'000, options.verify_tls);
+    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, control_headers, 5'000'000'000, options.verify_tls);
         r && r->status == 200) {
       out.extra["server_metrics"] = metrics::server_window_summary(before, metrics::parse_prometheus_text(r->body),
                                                                    options.configured_acceptance_length);

@@ -69,6 +69,10 @@ struct ServeRunnerOptions {
   bool continuous_usage = true;    // ask for usage in every chunk (backends that support it)
   boost::json::object extra_body;  // merged into every request body (--extra-body, sampling flags)
   std::string api_key;             // sent as "Authorization: Bearer"; never logged or stored
+  // Sent with every request to the server (--header); one of the same name (case-insensitive)
+  // replaces the client's own (Authorization, Accept), as vLLM's extra headers do. Values are
+  // never logged or stored (they may be credentials).
+  std::vector<http::Header> extra_headers;
   bool verify_tls = true;
 
   std::vector<workload::RequestShape> warmups;
@@ -121,6 +125,10 @@ struct ServeRunnerOutput {
 // host, bad schedule); failures of the server are records, and a client error during the run is
 // ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
+
+// The headers of a request to the server: `defaults` (the client's own), Authorization from
+// options.api_key, then options.extra_headers, each replacing an earlier one of the same name.
+std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std::vector<http::Header> defaults = {});
 
 // Whether the process is alive (a zombie not yet reaped counts as gone); true for pid <= 0.
 bool process_alive(pid_t pid);

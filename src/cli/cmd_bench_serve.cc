@@ -51,6 +51,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--result-dir", o->result_dir, "directory for result files");
   cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
   cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
+  cmd->add_option("--header", o->headers,
+                  "KEY=VALUE HTTP headers sent with every request (replace the client's own of that name, e.g. "
+                  "Authorization); values are not logged or stored");
   cmd->add_option("--seed", o->seed, "seed for lengths, prompts and arrivals (>= 0)")->capture_default_str();
   cmd->add_option("--request-timeout", o->request_timeout_s, "seconds before a request counts as timed out")
       ->capture_default_str();

@@ -818,8 +818,8 @@ TEST(BenchServe, MetadataNeverReplacesAMeasurementAndWarmupsAreCounted) {
 }
 
 // A completions server that answers 503 ("loading") to its first `loading_posts` POSTs, then one
-// streamed token per request, and records every POST body (vLLM's sampling flags, extra body and
-// the ready-check probe are checked on what the server received).
+// streamed token per request, and records every POST's head and body (vLLM's sampling flags,
+// extra body, headers and the ready-check probe are checked on what the server received).
 class LoadingServer {
  public:
   explicit LoadingServer(int loading_posts)
@@ -833,7 +833,10 @@ class LoadingServer {
             std::lock_guard lock(mutex_);
             index = posts_++;
             const size_t body = request.find("\r\n\r\n");
-            if (index >= loading_posts && body != std::string::npos) bodies_.push_back(request.substr(body + 4));
+            if (index >= loading_posts && body != std::string::npos) {
+              bodies_.push_back(request.substr(body + 4));
+              heads_.push_back(request.substr(0, body + 2));
+            }
           }
           if (index < loading_posts) {
             ix::testing::write_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\n\r\nloading");
@@ -849,6 +852,14 @@ class LoadingServer {
         })) {}
 
   std::string base_url() const { return server_.base_url(); }
+  std::vector<std::string> heads() {
+    std::lock_guard lock(mutex_);
+    return heads_;
+  }
+  int posts() {
+    std::lock_guard lock(mutex_);
+    return posts_;
+  }
   std::vector<boost::json::object> bodies() {
     std::lock_guard lock(mutex_);
     std::vector<boost::json::object> out;
@@ -863,6 +874,7 @@ class LoadingServer {
   std::mutex mutex_;
   int posts_ = 0;
   std::vector<std::string> bodies_;
+  std::vector<std::string> heads_;
   ix::testing::ScriptedServer server_;  // last: its threads use the members above
 };
 
@@ -970,6 +982,58 @@ TEST(BenchServe, AServerThatNeverAnswersFailsTheReadyCheckWithoutAResult) {
     EXPECT_EQ(refused.exit_code, 1) << flag;
     EXPECT_NE(refused.err.find(flag + " must be"), std::string::npos) << refused.err;
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
+  LoadingServer server(/*loading_posts=*/0);
+  const auto dir = scratch_dir("headers");
+  auto args = vllm_flags_run(server.base_url(), dir);
+  // vLLM's form: several values after one flag, or the flag repeated; an Authorization header
+  // replaces the client's own (from OPENAI_API_KEY) as vLLM's extra headers do.
+  args.insert(args.end(), {"--header", "x-tenant = blue", "X-Trace=a=b", "--header", "Authorization=Basic c2VjcmV0"});
+  auto r = ix::testing::run_ixbench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto heads = server.heads();
+  ASSERT_EQ(heads.size(), 4u);  // the ready-check probe and 3 measured requests
+  for (const auto& head : heads) {
+    EXPECT_NE(head.find("\r\nx-tenant: blue\r\n"), std::string::npos) << head;
+    EXPECT_NE(head.find("\r\nX-Trace: a=b\r\n"), std::string::npos) << head;
+    EXPECT_NE(head.find("\r\nAuthorization: Basic c2VjcmV0\r\n"), std::string::npos) << head;
+    EXPECT_EQ(head.find("Bearer"), std::string::npos) << head;
+  }
+  std::ifstream in(dir / "runs.jsonl");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto result = ix::json::parse(text);
+  ASSERT_TRUE(result && result->is_object()) << text;
+  EXPECT_EQ(ix::json::to_string(result->as_object().at("extra_header_names")),
+            R"(["x-tenant", "X-Trace", "Authorization"])");
+  EXPECT_EQ(text.find("c2VjcmV0"), std::string::npos) << "a header value reached the result";
+  EXPECT_EQ(r.err.find("c2VjcmV0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("c2VjcmV0"), std::string::npos) << r.out;
+
+  // Bad headers are refused before anything is sent.
+  const int posts = server.posts();
+  for (const auto& [value, says] :
+       std::vector<std::pair<std::string, std::string>>{{"x-tenant", "expected KEY=VALUE"},
+                                                        {"x tenant=1", "is not an HTTP header name"},
+                                                        {"=1", "is not an HTTP header name"},
+                                                        {"x-evil=a\r\nInjected: 1", "control character"},
+                                                        {"Host=example.com", "set by the client itself"},
+                                                        {"content-length=5", "set by the client itself"}}) {
+    auto bad = vllm_flags_run(server.base_url(), dir);
+    bad.insert(bad.end(), {"--header", value});
+    auto refused = ix::testing::run_ixbench(bad);
+    EXPECT_EQ(refused.exit_code, 1) << value;
+    EXPECT_NE(refused.err.find("--header"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find(says), std::string::npos) << refused.err;
+  }
+  auto twice = vllm_flags_run(server.base_url(), dir);
+  twice.insert(twice.end(), {"--header", "x-a=1", "X-A=2"});
+  auto refused = ix::testing::run_ixbench(twice);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--header X-A is given twice"), std::string::npos) << refused.err;
+  EXPECT_EQ(server.posts(), posts);
   std::filesystem::remove_all(dir);
 }
 

@@ -277,5 +277,23 @@ TEST(ServeRunner, APromptThatCannotBeMadeMidRunKeepsWhatWasMeasured) {
   EXPECT_NE(out->invalid_reasons.front().find("prompt 3 cannot be made"), std::string::npos);
 }
 
+TEST(ServeRunner, ExtraHeadersReplaceTheClientsOwnInPlace) {
+  ServeRunnerOptions o;
+  o.api_key = "sk-test";
+  o.extra_headers = {{"accept", "application/json"}, {"X-Tenant", "blue"}};
+  const auto headers = server_headers(o, {{"Accept", "text/event-stream"}});
+  ASSERT_EQ(headers.size(), 3u);
+  EXPECT_EQ(headers[0].name, "accept");  // replaced where it was, as the user spelt it
+  EXPECT_EQ(headers[0].value, "application/json");
+  EXPECT_EQ(headers[1].name, "Authorization");
+  EXPECT_EQ(headers[1].value, "Bearer sk-test");
+  EXPECT_EQ(headers[2].name, "X-Tenant");
+  o.extra_headers.push_back({"AUTHORIZATION", "Basic x"});
+  const auto replaced = server_headers(o);
+  ASSERT_EQ(replaced.size(), 3u);
+  EXPECT_EQ(replaced[0].value, "Basic x");
+  EXPECT_TRUE(server_headers(ServeRunnerOptions{}).empty());
+}
+
 }  // namespace
 }  // namespace ix::bench
