@@ -158,6 +158,75 @@ std::filesystem::path detailed_path(std::filesystem::path result) {
   return result;
 }
 
+// --request-rate / --burstiness / --ramp-up-* as one arrival process. vLLM's rules: a ramp-up
+// needs both rates and no --request-rate, start <= end; its start of 0 is refused here for both
+// strategies (vLLM refuses it for exponential and fails on the first request for linear), and
+// rates without a strategy are refused instead of ignored.
+Result<workload::ArrivalOptions> arrival_options_of(const BenchServeOptions& o, double request_rate) {
+  workload::ArrivalOptions out{.request_rate = request_rate, .burstiness = o.burstiness, .seed = o.seed};
+  if (o.ramp_up_strategy.empty()) {
+    if (o.ramp_up_start_rps || o.ramp_up_end_rps)
+      return fail(ErrorCode::kInvalidArgument,
+                  "--ramp-up-start-rps / --ramp-up-end-rps need --ramp-up-strategy linear or exponential");
+    return out;
+  }
+  if (o.ramp_up_strategy == "linear") {
+    out.ramp_up = workload::RampUp::kLinear;
+  } else if (o.ramp_up_strategy == "exponential") {
+    out.ramp_up = workload::RampUp::kExponential;
+  } else {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--ramp-up-strategy must be linear or exponential, got '{}'", o.ramp_up_strategy));
+  }
+  if (!std::isinf(request_rate))
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--ramp-up-strategy sets the request rate over the run: remove --request-rate {}", o.request_rate));
+  if (!o.ramp_up_start_rps || !o.ramp_up_end_rps)
+    return fail(ErrorCode::kInvalidArgument,
+                "--ramp-up-strategy needs --ramp-up-start-rps and --ramp-up-end-rps (requests/s)");
+  if (*o.ramp_up_start_rps < 1)
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--ramp-up-start-rps must be >= 1 request/s, got {}", *o.ramp_up_start_rps));
+  if (*o.ramp_up_start_rps > *o.ramp_up_end_rps)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("--ramp-up-start-rps ({}) must be <= --ramp-up-end-rps ({})",
+                                                         *o.ramp_up_start_rps, *o.ramp_up_end_rps));
+  out.ramp_up_start_rps = static_cast<double>(*o.ramp_up_start_rps);
+  out.ramp_up_end_rps = static_cast<double>(*o.ramp_up_end_rps);
+  return out;
+}
+
+// A local time as Python's datetime.now().isoformat(): 2026-12-01T08:10:03.123456.
+std::string local_iso_time(double unix_s) {
+  const double whole = std::floor(unix_s);
+  const std::time_t t = static_cast<std::time_t>(whole);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  const int micros = std::min(999'999, static_cast<int>(std::llround((unix_s - whole) * 1e6)));
+  return fmt::format("{}.{:06d}", buf, micros);
+}
+
+// vLLM's rps_change_events of a ramp-up: {"rps": start, the run's start}, then one event per whole
+// requests/s the rate passes, stamped with the (scheduled) dispatch time of the request that
+// passed it.
+boost::json::array rps_change_events(const workload::ArrivalOptions& arrivals, size_t count, double start_unix_s) {
+  boost::json::array events;
+  auto offsets = workload::arrival_offsets_ns(count, arrivals);
+  if (!offsets) return events;  // validated before the run
+  int64_t last = static_cast<int64_t>(arrivals.ramp_up_start_rps);
+  events.push_back({{"rps", last}, {"timestamp", local_iso_time(start_unix_s)}});
+  for (size_t i = 0; i < count; ++i) {
+    const auto now = static_cast<int64_t>(workload::arrival_rate(i, count, arrivals));
+    if (now <= last) continue;
+    const std::string stamp = local_iso_time(start_unix_s + static_cast<double>((*offsets)[i]) / 1e9);
+    for (int64_t rps = last + 1; rps <= now; ++rps) events.push_back({{"rps", rps}, {"timestamp", stamp}});
+    last = now;
+  }
+  return events;
+}
+
 // --header KEY=VALUE (vLLM's --header): split at the first '=', surrounding spaces dropped. The
 // name must be an HTTP token and the value free of control characters (a CR/LF would inject
 // headers of its own); the headers that frame the message or the connection stay the client's;
@@ -363,6 +432,8 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (!(o.burstiness > 0) || !std::isfinite(o.burstiness))
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--burstiness must be a finite number > 0, got {}", o.burstiness));
+  auto arrivals = arrival_options_of(o, request_rate);
+  if (!arrivals) return std::unexpected(arrivals.error());
   if (o.max_concurrency && *o.max_concurrency < 1)
     return fail(ErrorCode::kInvalidArgument, "--max-concurrency must be >= 1");
   // Above the bound the nanosecond timeout overflowed: every connect timed out at once.
@@ -449,10 +520,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (num_warmups < 0 || num_warmups > kMaxPrompts)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--num-warmups must be in [0, {}], got {}", kMaxPrompts, num_warmups));
-  if (!std::isinf(request_rate)) {
+  if (!std::isinf(request_rate) || arrivals->ramp_up != workload::RampUp::kNone) {
     // The schedule itself is drawn after the warmups; a rate that cannot make one is refused now.
-    auto schedule = workload::arrival_offsets_ns(
-        static_cast<size_t>(num_prompts), {.request_rate = request_rate, .burstiness = o.burstiness, .seed = o.seed});
+    auto schedule = workload::arrival_offsets_ns(static_cast<size_t>(num_prompts), *arrivals);
     if (!schedule) return std::unexpected(schedule.error());
   }
   for (const auto& [flag, value] :
@@ -550,6 +620,9 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.max_concurrency = o.max_concurrency;
   run.request_rate = request_rate;
   run.burstiness = o.burstiness;
+  run.ramp_up = arrivals->ramp_up;
+  run.ramp_up_start_rps = arrivals->ramp_up_start_rps;
+  run.ramp_up_end_rps = arrivals->ramp_up_end_rps;
   run.seed = o.seed;
   run.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
   run.max_retries = o.max_retries;
@@ -579,7 +652,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
 
   log::info("bench serve: {} {} model {} | {} prompts + {} warmups | concurrency {} | rate {} | {} client threads",
             base->origin(), run.endpoint, run.model, num_prompts, num_warmups,
-            o.max_concurrency ? std::to_string(*o.max_concurrency) : "unlimited", o.request_rate, threads);
+            o.max_concurrency ? std::to_string(*o.max_concurrency) : "unlimited",
+            o.ramp_up_strategy.empty() ? o.request_rate
+                                       : fmt::format("ramp-up {} {} -> {} req/s", o.ramp_up_strategy,
+                                                     arrivals->ramp_up_start_rps, arrivals->ramp_up_end_rps),
+            threads);
   StopSignalScope stop_signals;
   double ready_wait_s = 0;
   if (o.ready_check_timeout_s > 0) {
@@ -640,6 +717,13 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["label"] = o.label.empty() ? boost::json::value(nullptr) : boost::json::value(o.label);
   if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
   if (!sampling.empty()) info.extra["sampling_params"] = sampling;
+  if (arrivals->ramp_up != workload::RampUp::kNone) {
+    // vLLM's fields: the ramp, and when the rate passed each whole requests/s.
+    info.extra["ramp_up_strategy"] = o.ramp_up_strategy;
+    info.extra["ramp_up_start_rps"] = *o.ramp_up_start_rps;
+    info.extra["ramp_up_end_rps"] = *o.ramp_up_end_rps;
+    info.extra["rps_change_events"] = rps_change_events(*arrivals, run.measured.size(), output->start_unix_s);
+  }
   if (!extra_headers->empty()) {
     // Names only: values may be credentials.
     boost::json::array names;
@@ -673,7 +757,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
     std::string name = o.result_filename;
     if (name.empty()) {
       std::string base_model = o.model.substr(o.model.rfind('/') == std::string::npos ? 0 : o.model.rfind('/') + 1);
-      name = fmt::format("{}-{}qps{}-{}-{}.json", o.label.empty() ? o.backend : o.label, python_float_str(request_rate),
+      // vLLM's names: {label}-{rate}qps or {label}-ramp-up-{strategy}-{start}qps-{end}qps.
+      const std::string traffic = o.ramp_up_strategy.empty() ? fmt::format("{}qps", python_float_str(request_rate))
+                                                             : fmt::format("ramp-up-{}-{}qps-{}qps", o.ramp_up_strategy,
+                                                                           *o.ramp_up_start_rps, *o.ramp_up_end_rps);
+      name = fmt::format("{}-{}{}-{}-{}.json", o.label.empty() ? o.backend : o.label, traffic,
                          o.max_concurrency ? fmt::format("-concurrency{}", *o.max_concurrency) : "", base_model,
                          info.date);
     }

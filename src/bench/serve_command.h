@@ -45,6 +45,9 @@ struct BenchServeOptions {
   std::optional<int64_t> max_concurrency;  // default unlimited
   std::string request_rate = "inf";
   double burstiness = 1.0;
+  std::string ramp_up_strategy;  // "" (off), linear, exponential (vLLM's --ramp-up-strategy)
+  std::optional<int64_t> ramp_up_start_rps;
+  std::optional<int64_t> ramp_up_end_rps;
   std::optional<int64_t> num_warmups;  // default 2 · max_concurrency, else 0
   bool ignore_eos = true;
   bool continuous_usage = true;  // ask for usage in every chunk (vllm, sglang, trt, atom backends)

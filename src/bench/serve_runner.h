@@ -47,6 +47,7 @@
 #include "http/client.h"
 #include "metrics/serve_result.h"
 #include "openai/backend.h"
+#include "workload/arrivals.h"
 #include "workload/random_dataset.h"
 
 namespace ix::bench {
@@ -85,6 +86,10 @@ struct ServeRunnerOptions {
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1.0;
   uint64_t seed = 0;
+  // --ramp-up-*: an open loop whose rate goes from start to end (request_rate stays inf).
+  workload::RampUp ramp_up = workload::RampUp::kNone;
+  double ramp_up_start_rps = 0.0;
+  double ramp_up_end_rps = 0.0;
   int64_t request_timeout_ns = 600'000'000'000;
   int max_retries = 0;  // resend after connect/reset/429/5xx failures (off by default)
   int threads = 1;
@@ -125,6 +130,9 @@ struct ServeRunnerOutput {
 // host, bad schedule); failures of the server are records, and a client error during the run is
 // ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
+
+// The arrival process of the measured requests (rate or ramp-up, burstiness, seed).
+workload::ArrivalOptions arrival_options(const ServeRunnerOptions& options);
 
 // The headers of a request to the server: `defaults` (the client's own), Authorization from
 // options.api_key, then options.extra_headers, each replacing an earlier one of the same name.

@@ -39,6 +39,11 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (default: unlimited)");
   cmd->add_option("--request-rate", o->request_rate, "requests/s, or inf (all at once)")->capture_default_str();
   cmd->add_option("--burstiness", o->burstiness, "gamma shape of arrivals (1 = Poisson)")->capture_default_str();
+  cmd->add_option("--ramp-up-strategy", o->ramp_up_strategy,
+                  "linear | exponential: the request rate goes from --ramp-up-start-rps to --ramp-up-end-rps over "
+                  "the run (instead of --request-rate)");
+  cmd->add_option("--ramp-up-start-rps", o->ramp_up_start_rps, "ramp-up: rate of the first request (requests/s)");
+  cmd->add_option("--ramp-up-end-rps", o->ramp_up_end_rps, "ramp-up: rate of the last request (requests/s)");
   cmd->add_option("--num-warmups", o->num_warmups, "warmup requests (default: 2 x --max-concurrency, else 0)");
   cmd->add_flag("--ignore-eos", *ignore_eos_flag, "generate exactly the requested tokens (default on)");
   cmd->add_flag("--no-ignore-eos", *no_ignore_eos, "let the server stop at EOS");

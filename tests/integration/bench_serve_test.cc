@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -187,6 +188,118 @@ TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
                       "200", "--num-warmups", "0", "--seed", "5"});
   EXPECT_EQ(ix::json::to_string(again.result.at("scheduled_offsets_ms")), ix::json::to_string(offsets));
   EXPECT_EQ(ix::json::to_string(again.result.at("input_lens")), ix::json::to_string(run.result.at("input_lens")));
+}
+
+TEST(BenchServe, RampUpRaisesTheRateOverTheRunAsVllmDoes) {
+  auto server = start_server({"--no-delay"});
+  ASSERT_TRUE(server);
+  const std::vector<std::string> common = {"--random-input-len",
+                                           "16",
+                                           "--random-output-len",
+                                           "2",
+                                           "--num-prompts",
+                                           "300",
+                                           "--num-warmups",
+                                           "0",
+                                           "--seed",
+                                           "3"};
+  auto args = common;
+  args.insert(args.end(), {"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "40", "--ramp-up-end-rps", "400"});
+  auto run = bench(*server, "ramp", args);
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  EXPECT_EQ(run.result.at("ramp_up_strategy").as_string(), "linear");
+  EXPECT_EQ(num(run.result, "ramp_up_start_rps"), 40);
+  EXPECT_EQ(num(run.result, "ramp_up_end_rps"), 400);
+  EXPECT_EQ(run.result.at("request_rate").as_string(), "inf");
+  // The schedule: gaps of the first 50 requests (40-100 req/s) several times those of the last
+  // 50 (340-400 req/s).
+  const auto& offsets = run.result.at("scheduled_offsets_ms").as_array();
+  ASSERT_EQ(offsets.size(), 300u);
+  const double first = offsets[50].as_double() - offsets[0].as_double();
+  const double last = offsets[299].as_double() - offsets[249].as_double();
+  EXPECT_GT(first, 3 * last) << first << " ms vs " << last << " ms";
+  EXPECT_LT(num(run.result, "median_queue_ms"), 1.0);  // sent when due
+  // vLLM's rps_change_events: the start rate, then every whole rate passed, in order.
+  const auto& events = run.result.at("rps_change_events").as_array();
+  ASSERT_EQ(events.size(), 361u);
+  std::string previous;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i].as_object();
+    EXPECT_EQ(num(e, "rps"), 40.0 + static_cast<double>(i));
+    const std::string stamp(e.at("timestamp").as_string());
+    EXPECT_TRUE(std::regex_match(stamp, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})"))) << stamp;
+    EXPECT_GE(stamp, previous);
+    previous = stamp;
+  }
+  // Same seed, same ramp: the same schedule; exponential spends longer at low rates.
+  auto exponential = common;
+  exponential.insert(exponential.end(),
+                     {"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "40", "--ramp-up-end-rps", "400"});
+  auto exp_run = bench(*server, "ramp_exp", exponential);
+  ASSERT_EQ(exp_run.process.exit_code, 0) << exp_run.process.err;
+  EXPECT_GT(exp_run.result.at("scheduled_offsets_ms").as_array().back().as_double(), offsets.back().as_double());
+  auto again = bench(*server, "ramp_again", args);
+  EXPECT_EQ(ix::json::to_string(again.result.at("scheduled_offsets_ms")), ix::json::to_string(offsets));
+
+  // vLLM's default file name for a ramp.
+  const auto dir = scratch_dir("ramp_name");
+  auto named = ix::testing::run_ixbench({"bench",
+                                         "serve",
+                                         "--base-url",
+                                         server->base_url(),
+                                         "--model",
+                                         "deepseek-ai/DeepSeek-R1",
+                                         "--served-model-name",
+                                         "deepseek-r1",
+                                         "--tokenizer",
+                                         "deepseek_v3",
+                                         "--random-input-len",
+                                         "16",
+                                         "--random-output-len",
+                                         "2",
+                                         "--num-prompts",
+                                         "20",
+                                         "--max-concurrency",
+                                         "4",
+                                         "--num-warmups",
+                                         "0",
+                                         "--no-progress",
+                                         "--save-result",
+                                         "--result-dir",
+                                         dir.string(),
+                                         "--ramp-up-strategy",
+                                         "exponential",
+                                         "--ramp-up-start-rps",
+                                         "50",
+                                         "--ramp-up-end-rps",
+                                         "400"});
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_TRUE(names[0].starts_with("vllm-ramp-up-exponential-50qps-400qps-concurrency4-DeepSeek-R1-")) << names[0];
+  std::filesystem::remove_all(dir);
+
+  // vLLM's rules, as errors before anything is sent (and rates without a strategy are not ignored).
+  for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"}, "needs --ramp-up-start-rps and"},
+           {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "5", "--ramp-up-end-rps", "10", "--request-rate",
+             "4"},
+            "remove --request-rate 4"},
+           {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "0", "--ramp-up-end-rps", "10"},
+            "--ramp-up-start-rps must be >= 1"},
+           {{"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "20", "--ramp-up-end-rps", "10"},
+            "must be <= --ramp-up-end-rps (10)"},
+           {{"--ramp-up-strategy", "sigmoid", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "10"},
+            "--ramp-up-strategy must be linear or exponential, got 'sigmoid'"},
+           {{"--ramp-up-end-rps", "10"}, "need --ramp-up-strategy"}}) {
+    auto bad = common;
+    bad.insert(bad.end(), extra.begin(), extra.end());
+    auto refused = bench(*server, "ramp_bad", bad);
+    EXPECT_EQ(refused.process.exit_code, 1) << says;
+    EXPECT_NE(refused.process.err.find(says), std::string::npos) << refused.process.err;
+    EXPECT_TRUE(refused.result.empty()) << says;
+  }
 }
 
 TEST(BenchServe, ResultKeysMatchTheGolden) {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace ix::workload {
 namespace {
@@ -77,6 +79,56 @@ TEST(Arrivals, RejectsInvalidParameters) {
   auto daily = arrival_offsets_ns(3, {.request_rate = 1.0 / 86400, .burstiness = 1.0, .seed = 0});
   ASSERT_TRUE(daily.has_value());
   EXPECT_GT(daily->back(), 0);
+}
+
+TEST(Arrivals, RampUpRatesGoFromStartToEnd) {
+  ArrivalOptions linear{.burstiness = 1.0, .ramp_up = RampUp::kLinear, .ramp_up_start_rps = 2, .ramp_up_end_rps = 10};
+  EXPECT_DOUBLE_EQ(arrival_rate(0, 5, linear), 2.0);
+  EXPECT_DOUBLE_EQ(arrival_rate(2, 5, linear), 6.0);
+  EXPECT_DOUBLE_EQ(arrival_rate(4, 5, linear), 10.0);
+  ArrivalOptions exponential = linear;
+  exponential.ramp_up = RampUp::kExponential;
+  EXPECT_DOUBLE_EQ(arrival_rate(0, 5, exponential), 2.0);
+  EXPECT_NEAR(arrival_rate(2, 5, exponential), std::sqrt(20.0), 1e-12);  // the geometric middle
+  EXPECT_NEAR(arrival_rate(4, 5, exponential), 10.0, 1e-12);
+  EXPECT_DOUBLE_EQ(arrival_rate(0, 1, linear), 2.0);  // one request: the start rate
+  // Without a ramp, every request has the configured rate.
+  EXPECT_DOUBLE_EQ(arrival_rate(3, 5, {.request_rate = 7.0}), 7.0);
+}
+
+TEST(Arrivals, RampUpGapsFollowEachRequestsRate) {
+  constexpr size_t kCount = 40001;
+  for (RampUp strategy : {RampUp::kLinear, RampUp::kExponential}) {
+    const ArrivalOptions o{
+        .burstiness = 1.0, .seed = 11, .ramp_up = strategy, .ramp_up_start_rps = 5, .ramp_up_end_rps = 500};
+    auto offsets = arrival_offsets_ns(kCount, o);
+    ASSERT_TRUE(offsets.has_value());
+    EXPECT_EQ(offsets->front(), 0);
+    // In each window of 4,000 requests the mean gap is the mean of 1/rate over those requests.
+    for (size_t begin = 1; begin + 4000 <= kCount; begin += 8000) {
+      double expected = 0;
+      for (size_t i = begin; i < begin + 4000; ++i) expected += 1.0 / arrival_rate(i, kCount, o);
+      const double measured = static_cast<double>((*offsets)[begin + 3999] - (*offsets)[begin - 1]) / 1e9;
+      EXPECT_NEAR(measured / expected, 1.0, 0.06)
+          << "window at " << begin << ", strategy " << static_cast<int>(strategy);
+    }
+    // The same seed gives the same schedule.
+    EXPECT_EQ(*arrival_offsets_ns(kCount, o), *offsets);
+  }
+}
+
+TEST(Arrivals, RampUpRejectsImpossibleRanges) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto [start, end] : std::vector<std::pair<double, double>>{{0, 10}, {-1, 10}, {20, 10}, {1, inf}}) {
+    auto r = arrival_offsets_ns(
+        3, {.burstiness = 1.0, .ramp_up = RampUp::kLinear, .ramp_up_start_rps = start, .ramp_up_end_rps = end});
+    ASSERT_FALSE(r.has_value()) << start << " " << end;
+    EXPECT_NE(r.error().message().find("--ramp-up-start-rps"), std::string::npos) << r.error().message();
+  }
+  // A constant ramp (start == end) is a plain rate.
+  EXPECT_TRUE(arrival_offsets_ns(
+                  3, {.burstiness = 1.0, .ramp_up = RampUp::kExponential, .ramp_up_start_rps = 4, .ramp_up_end_rps = 4})
+                  .has_value());
 }
 
 }  // namespace
