@@ -511,6 +511,20 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
 
   auto extra_headers = parse_headers(o.headers);
   if (!extra_headers) return std::unexpected(extra_headers.error());
+  if (o.request_id_prefix) {
+    const std::string& prefix = *o.request_id_prefix;
+    if (prefix.empty() ||
+        std::any_of(prefix.begin(), prefix.end(), [](unsigned char c) { return c <= 0x20 || c >= 0x7f; }))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--request-id-prefix '{}' must be non-empty printable ASCII without spaces (it goes "
+                              "into the x-request-id header), e.g. bench-run1-",
+                              prefix));
+    for (const auto& h : *extra_headers) {
+      if (ascii_iequals(h.name, "x-request-id"))
+        return fail(ErrorCode::kInvalidArgument,
+                    "--request-id-prefix sets x-request-id on every measured request; remove --header x-request-id");
+    }
+  }
 
   const int64_t num_prompts = o.num_prompts.value_or(o.max_concurrency ? 10 * *o.max_concurrency : 1000);
   const int64_t num_warmups = o.num_warmups.value_or(o.max_concurrency ? 2 * *o.max_concurrency : 0);
@@ -613,6 +627,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.extra_body = std::move(body_fields);
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.extra_headers = *extra_headers;
+  run.request_id_prefix = o.request_id_prefix.value_or("");
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;
   run.measured = shapes->measured;
@@ -717,6 +732,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   info.extra["label"] = o.label.empty() ? boost::json::value(nullptr) : boost::json::value(o.label);
   if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
   if (!sampling.empty()) info.extra["sampling_params"] = sampling;
+  if (o.request_id_prefix) info.extra["request_id_prefix"] = *o.request_id_prefix;
   if (arrivals->ramp_up != workload::RampUp::kNone) {
     // vLLM's fields: the ramp, and when the rate passed each whole requests/s.
     info.extra["ramp_up_strategy"] = o.ramp_up_strategy;

@@ -356,6 +356,12 @@ class Worker {
     request.target = options().endpoint;
     request.timeout_ns = options().request_timeout_ns;
     request.headers = headers_;
+    if (!options().request_id_prefix.empty() && !f.rec.warmup) {
+      // vLLM's request ids: the prefix and the measured request's index (the server's logs and
+      // traces can then be joined with the per-request records).
+      request.headers.push_back(
+          {"x-request-id", options().request_id_prefix + std::to_string(f.position_ - options().warmups.size())});
+    }
     request.body = f.body;
     return request;
   }

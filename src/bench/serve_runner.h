@@ -74,6 +74,8 @@ struct ServeRunnerOptions {
   // replaces the client's own (Authorization, Accept), as vLLM's extra headers do. Values are
   // never logged or stored (they may be credentials).
   std::vector<http::Header> extra_headers;
+  // Non-empty: each measured request carries "x-request-id: <prefix><index>" (--request-id-prefix).
+  std::string request_id_prefix;
   bool verify_tls = true;
 
   std::vector<workload::RequestShape> warmups;

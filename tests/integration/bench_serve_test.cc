@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -1146,6 +1147,46 @@ TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
   auto refused = ix::testing::run_ixbench(twice);
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("--header X-A is given twice"), std::string::npos) << refused.err;
+  EXPECT_EQ(server.posts(), posts);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, RequestIdPrefixNamesEachMeasuredRequest) {
+  LoadingServer server(/*loading_posts=*/0);
+  const auto dir = scratch_dir("request_ids");
+  auto args = vllm_flags_run(server.base_url(), dir);
+  args.insert(args.end(), {"--request-id-prefix", "run7-"});
+  auto r = ix::testing::run_ixbench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> ids;
+  int without = 0;
+  const std::regex id_line("\r\nx-request-id: ([^\r]*)\r\n");
+  for (const auto& head : server.heads()) {
+    std::smatch m;
+    if (std::regex_search(head, m, id_line)) {
+      ids.insert(m[1]);
+    } else {
+      ++without;
+    }
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"run7-0", "run7-1", "run7-2"}));
+  EXPECT_EQ(without, 1);  // the ready-check probe is not a measured request
+  std::ifstream in(dir / "runs.jsonl");
+  auto result = ix::json::parse(std::string((std::istreambuf_iterator<char>(in)), {}));
+  ASSERT_TRUE(result && result->is_object());
+  EXPECT_EQ(result->as_object().at("request_id_prefix").as_string(), "run7-");
+
+  const int posts = server.posts();
+  for (const auto& extra :
+       std::vector<std::vector<std::string>>{{"--request-id-prefix", "a b"},
+                                             {"--request-id-prefix", ""},
+                                             {"--request-id-prefix", "x-", "--header", "X-Request-Id=1"}}) {
+    auto bad = vllm_flags_run(server.base_url(), dir);
+    bad.insert(bad.end(), extra.begin(), extra.end());
+    auto refused = ix::testing::run_ixbench(bad);
+    EXPECT_EQ(refused.exit_code, 1) << extra[1];
+    EXPECT_NE(refused.err.find("--request-id-prefix"), std::string::npos) << refused.err;
+  }
   EXPECT_EQ(server.posts(), posts);
   std::filesystem::remove_all(dir);
 }
