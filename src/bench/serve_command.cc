@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/json_io.h"
 #include "common/log.h"
+#include "common/rng.h"
 #include "common/strings.h"
 #include "metrics/serve_result.h"
 #include "metrics/statistics.h"
@@ -511,6 +512,13 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
 
   auto extra_headers = parse_headers(o.headers);
   if (!extra_headers) return std::unexpected(extra_headers.error());
+  for (const auto& module : o.lora_modules) {
+    if (module.empty() || module.size() > 256)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--lora-modules: '{}' is not an adapter name (1-256 characters)", module));
+  }
+  if (o.lora_modules.size() > 65536)
+    return fail(ErrorCode::kInvalidArgument, "--lora-modules: more than 65,536 adapters");
   if (o.request_id_prefix) {
     const std::string& prefix = *o.request_id_prefix;
     if (prefix.empty() ||
@@ -628,6 +636,14 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.extra_headers = *extra_headers;
   run.request_id_prefix = o.request_id_prefix.value_or("");
+  if (!o.lora_modules.empty()) {
+    run.lora_modules = o.lora_modules;
+    Rng pick = Rng::stream(o.seed, "lora-modules");
+    run.lora_choice.reserve(shapes->measured.size());
+    for (size_t i = 0; i < shapes->measured.size(); ++i)
+      run.lora_choice.push_back(
+          static_cast<uint32_t>(pick.uniform_int(0, static_cast<int64_t>(o.lora_modules.size()) - 1)));
+  }
   run.verify_tls = !o.insecure;
   run.warmups = shapes->warmups;
   run.measured = shapes->measured;
@@ -733,6 +749,11 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
   if (!sampling.empty()) info.extra["sampling_params"] = sampling;
   if (o.request_id_prefix) info.extra["request_id_prefix"] = *o.request_id_prefix;
+  if (!o.lora_modules.empty()) {
+    boost::json::array modules;
+    for (const auto& m : o.lora_modules) modules.emplace_back(m);
+    info.extra["lora_modules"] = std::move(modules);
+  }
   if (arrivals->ramp_up != workload::RampUp::kNone) {
     // vLLM's fields: the ramp, and when the rate passed each whole requests/s.
     info.extra["ramp_up_strategy"] = o.ramp_up_strategy;

@@ -384,7 +384,9 @@ class Worker {
       while (waited_ns > prev && !shared_.prompt_wait_max_ns.compare_exchange_weak(prev, waited_ns)) {
       }
     }
-    openai::CompletionRequest cr{.model = o.model,
+    const std::string& model =
+        !warmup && !o.lora_modules.empty() ? o.lora_modules[o.lora_choice[p - o.warmups.size()]] : o.model;
+    openai::CompletionRequest cr{.model = model,
                                  .prompt = std::move(*prompt),
                                  .max_tokens = shape.output_len,
                                  .ignore_eos = o.ignore_eos,
@@ -587,6 +589,13 @@ std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std:
 
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
+  if (!options.lora_modules.empty()) {
+    const bool fits = options.lora_choice.size() == options.measured.size() &&
+                      std::all_of(options.lora_choice.begin(), options.lora_choice.end(),
+                                  [&](uint32_t k) { return k < options.lora_modules.size(); });
+    if (!fits)
+      return fail(ErrorCode::kInvalidArgument, "run_serve: lora_choice must pick a module for every measured request");
+  }
   // No more threads than the concurrency cap: a closed-loop worker's share of the cap would be
   // zero and the thread idle.
   const int threads = static_cast<int>(

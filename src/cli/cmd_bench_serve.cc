@@ -56,6 +56,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--result-dir", o->result_dir, "directory for result files");
   cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
   cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
+  cmd->add_option("--lora-modules", o->lora_modules,
+                  "LoRA adapters the server was launched with: each measured request asks for one of them (seeded "
+                  "random choice, vLLM's)");
   cmd->add_option("--request-id-prefix", o->request_id_prefix,
                   "send \"x-request-id: <prefix><index>\" with each measured request (vLLM's; off when not given)");
   cmd->add_option("--header", o->headers,

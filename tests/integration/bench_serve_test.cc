@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -1188,6 +1189,44 @@ TEST(BenchServe, RequestIdPrefixNamesEachMeasuredRequest) {
     EXPECT_NE(refused.err.find("--request-id-prefix"), std::string::npos) << refused.err;
   }
   EXPECT_EQ(server.posts(), posts);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchServe, LoraModulesSpreadTheMeasuredRequestsOverTheAdapters) {
+  LoadingServer server(/*loading_posts=*/0);
+  const auto dir = scratch_dir("lora");
+  auto args = vllm_flags_run(server.base_url(), dir);
+  const auto prompts = std::find(args.begin(), args.end(), "--num-prompts");
+  ASSERT_NE(prompts, args.end());
+  *(prompts + 1) = "40";
+  args.insert(args.end(), {"--lora-modules", "sql-lora", "chat-lora"});
+  auto count_models = [&server] {
+    std::map<std::string, int> models;
+    for (const auto& body : server.bodies()) models[std::string(body.at("model").as_string())] += 1;
+    return models;
+  };
+  auto r = ix::testing::run_ixbench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto first = count_models();
+  EXPECT_EQ(first.size(), 3u);
+  EXPECT_EQ(first.at("deepseek-r1"), 1);  // the ready-check probe asks for the base model
+  EXPECT_EQ(first.at("sql-lora") + first.at("chat-lora"), 40);
+  EXPECT_GE(first.at("sql-lora"), 10);
+  EXPECT_GE(first.at("chat-lora"), 10);
+  std::ifstream in(dir / "runs.jsonl");
+  auto result = ix::json::parse(std::string((std::istreambuf_iterator<char>(in)), {}));
+  ASSERT_TRUE(result && result->is_object());
+  EXPECT_EQ(ix::json::to_string(result->as_object().at("lora_modules")), R"(["sql-lora", "chat-lora"])");
+  // Seeded: the same run asks for each adapter as often again.
+  auto again = ix::testing::run_ixbench(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto both = count_models();
+  for (const auto& [model, n] : first) EXPECT_EQ(both.at(model), 2 * n) << model;
+  auto bad = vllm_flags_run(server.base_url(), dir);
+  bad.insert(bad.end(), {"--lora-modules", ""});
+  auto refused = ix::testing::run_ixbench(bad);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--lora-modules: '' is not an adapter name"), std::string::npos) << refused.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -277,6 +277,17 @@ TEST(ServeRunner, APromptThatCannotBeMadeMidRunKeepsWhatWasMeasured) {
   EXPECT_NE(out->invalid_reasons.front().find("prompt 3 cannot be made"), std::string::npos);
 }
 
+TEST(ServeRunner, LoraChoicesThatDoNotCoverTheRequestsAreAnErrorNotACrash) {
+  ServeRunnerOptions o = base_options(http::Url::parse("http://127.0.0.1:9").value(), 3, 2);
+  o.lora_modules = {"a", "b"};
+  o.lora_choice = {0, 1};  // one short
+  auto out = run_serve(o);
+  ASSERT_FALSE(out.has_value());
+  EXPECT_NE(out.error().message().find("lora_choice"), std::string::npos);
+  o.lora_choice = {0, 1, 2};  // 2 is no module
+  EXPECT_FALSE(run_serve(o).has_value());
+}
+
 TEST(ServeRunner, ExtraHeadersReplaceTheClientsOwnInPlace) {
   ServeRunnerOptions o;
   o.api_key = "sk-test";
