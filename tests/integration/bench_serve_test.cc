@@ -1031,6 +1031,27 @@ std::vector<std::string> vllm_flags_run(const std::string& base_url, const std::
           "30"};
 }
 
+// The first result line a vllm_flags_run wrote (--append-result), or an empty object.
+boost::json::object appended_result(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "runs.jsonl");
+  std::string line;
+  std::getline(in, line);
+  auto parsed = ix::json::parse(line);
+  return parsed && parsed->is_object() ? parsed->as_object() : boost::json::object{};
+}
+
+// A vllm_flags_run with `extra` flags must exit 1 naming `says`, before anything is sent.
+void expect_refused(LoadingServer& server, const std::filesystem::path& dir, const std::vector<std::string>& extra,
+                    const std::string& says) {
+  const int posts = server.posts();
+  auto args = vllm_flags_run(server.base_url(), dir);
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto refused = ix::testing::run_ixbench(args);
+  EXPECT_EQ(refused.exit_code, 1) << says;
+  EXPECT_NE(refused.err.find(says), std::string::npos) << refused.err;
+  EXPECT_EQ(server.posts(), posts) << says;
+}
+
 TEST(BenchServe, VllmSamplingLabelAppendAndReadyCheckFlags) {
   LoadingServer server(/*loading_posts=*/2);
   const auto dir = scratch_dir("vllm_flags");
@@ -1119,36 +1140,22 @@ TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
   }
   std::ifstream in(dir / "runs.jsonl");
   const std::string text((std::istreambuf_iterator<char>(in)), {});
-  auto result = ix::json::parse(text);
-  ASSERT_TRUE(result && result->is_object()) << text;
-  EXPECT_EQ(ix::json::to_string(result->as_object().at("extra_header_names")),
+  EXPECT_EQ(ix::json::to_string(appended_result(dir).at("extra_header_names")),
             R"(["x-tenant", "X-Trace", "Authorization"])");
   EXPECT_EQ(text.find("c2VjcmV0"), std::string::npos) << "a header value reached the result";
   EXPECT_EQ(r.err.find("c2VjcmV0"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("c2VjcmV0"), std::string::npos) << r.out;
 
   // Bad headers are refused before anything is sent.
-  const int posts = server.posts();
-  for (const auto& [value, says] :
-       std::vector<std::pair<std::string, std::string>>{{"x-tenant", "expected KEY=VALUE"},
-                                                        {"x tenant=1", "is not an HTTP header name"},
-                                                        {"=1", "is not an HTTP header name"},
-                                                        {"x-evil=a\r\nInjected: 1", "control character"},
-                                                        {"Host=example.com", "set by the client itself"},
-                                                        {"content-length=5", "set by the client itself"}}) {
-    auto bad = vllm_flags_run(server.base_url(), dir);
-    bad.insert(bad.end(), {"--header", value});
-    auto refused = ix::testing::run_ixbench(bad);
-    EXPECT_EQ(refused.exit_code, 1) << value;
-    EXPECT_NE(refused.err.find("--header"), std::string::npos) << refused.err;
-    EXPECT_NE(refused.err.find(says), std::string::npos) << refused.err;
-  }
-  auto twice = vllm_flags_run(server.base_url(), dir);
-  twice.insert(twice.end(), {"--header", "x-a=1", "X-A=2"});
-  auto refused = ix::testing::run_ixbench(twice);
-  EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE(refused.err.find("--header X-A is given twice"), std::string::npos) << refused.err;
-  EXPECT_EQ(server.posts(), posts);
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"x-tenant", "--header 'x-tenant': expected KEY=VALUE"},
+           {"x tenant=1", "is not an HTTP header name"},
+           {"=1", "is not an HTTP header name"},
+           {"x-evil=a\r\nInjected: 1", "--header x-evil: the value holds a control character"},
+           {"Host=example.com", "--header Host: set by the client itself"},
+           {"content-length=5", "--header content-length: set by the client itself"}})
+    expect_refused(server, dir, {"--header", value}, says);
+  expect_refused(server, dir, {"--header", "x-a=1", "X-A=2"}, "--header X-A is given twice");
   std::filesystem::remove_all(dir);
 }
 
@@ -1172,23 +1179,11 @@ TEST(BenchServe, RequestIdPrefixNamesEachMeasuredRequest) {
   }
   EXPECT_EQ(ids, (std::set<std::string>{"run7-0", "run7-1", "run7-2"}));
   EXPECT_EQ(without, 1);  // the ready-check probe is not a measured request
-  std::ifstream in(dir / "runs.jsonl");
-  auto result = ix::json::parse(std::string((std::istreambuf_iterator<char>(in)), {}));
-  ASSERT_TRUE(result && result->is_object());
-  EXPECT_EQ(result->as_object().at("request_id_prefix").as_string(), "run7-");
-
-  const int posts = server.posts();
-  for (const auto& extra :
-       std::vector<std::vector<std::string>>{{"--request-id-prefix", "a b"},
-                                             {"--request-id-prefix", ""},
-                                             {"--request-id-prefix", "x-", "--header", "X-Request-Id=1"}}) {
-    auto bad = vllm_flags_run(server.base_url(), dir);
-    bad.insert(bad.end(), extra.begin(), extra.end());
-    auto refused = ix::testing::run_ixbench(bad);
-    EXPECT_EQ(refused.exit_code, 1) << extra[1];
-    EXPECT_NE(refused.err.find("--request-id-prefix"), std::string::npos) << refused.err;
-  }
-  EXPECT_EQ(server.posts(), posts);
+  EXPECT_EQ(appended_result(dir).at("request_id_prefix").as_string(), "run7-");
+  expect_refused(server, dir, {"--request-id-prefix", "a b"}, "--request-id-prefix 'a b' must be non-empty printable");
+  expect_refused(server, dir, {"--request-id-prefix", ""}, "--request-id-prefix '' must be non-empty printable");
+  expect_refused(server, dir, {"--request-id-prefix", "x-", "--header", "X-Request-Id=1"},
+                 "remove --header x-request-id");
   std::filesystem::remove_all(dir);
 }
 
@@ -1213,20 +1208,13 @@ TEST(BenchServe, LoraModulesSpreadTheMeasuredRequestsOverTheAdapters) {
   EXPECT_EQ(first.at("sql-lora") + first.at("chat-lora"), 40);
   EXPECT_GE(first.at("sql-lora"), 10);
   EXPECT_GE(first.at("chat-lora"), 10);
-  std::ifstream in(dir / "runs.jsonl");
-  auto result = ix::json::parse(std::string((std::istreambuf_iterator<char>(in)), {}));
-  ASSERT_TRUE(result && result->is_object());
-  EXPECT_EQ(ix::json::to_string(result->as_object().at("lora_modules")), R"(["sql-lora", "chat-lora"])");
+  EXPECT_EQ(ix::json::to_string(appended_result(dir).at("lora_modules")), R"(["sql-lora", "chat-lora"])");
   // Seeded: the same run asks for each adapter as often again.
   auto again = ix::testing::run_ixbench(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const auto both = count_models();
   for (const auto& [model, n] : first) EXPECT_EQ(both.at(model), 2 * n) << model;
-  auto bad = vllm_flags_run(server.base_url(), dir);
-  bad.insert(bad.end(), {"--lora-modules", ""});
-  auto refused = ix::testing::run_ixbench(bad);
-  EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE(refused.err.find("--lora-modules: '' is not an adapter name"), std::string::npos) << refused.err;
+  expect_refused(server, dir, {"--lora-modules", ""}, "--lora-modules: '' is not an adapter name");
   std::filesystem::remove_all(dir);
 }
 
