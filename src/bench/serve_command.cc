@@ -281,6 +281,7 @@ Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s)
   probe.max_tokens = 1;
   probe.ignore_eos = run.ignore_eos;
   probe.extra_body = &run.extra_body;
+  probe.logprobs = run.logprobs;
   const std::string body = openai::build_request_body(run.backend, probe);
   const std::vector<http::Header> headers = server_headers(run);
   constexpr int64_t kRetryNs = 1'000'000'000;
@@ -512,6 +513,14 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
 
   auto extra_headers = parse_headers(o.headers);
   if (!extra_headers) return std::unexpected(extra_headers.error());
+  if (o.logprobs) {
+    if (*o.logprobs < 0)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("--logprobs must be >= 0, got {}", *o.logprobs));
+    if (openai::uses_chat(*backend))
+      return fail(ErrorCode::kInvalidArgument,
+                  "--logprobs applies to the completions backends (vllm, sglang, openai, trt, atom); vLLM's "
+                  "openai-chat client does not send it either");
+  }
   for (const auto& module : o.lora_modules) {
     if (module.empty() || module.size() > 256)
       return fail(ErrorCode::kInvalidArgument,
@@ -636,6 +645,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) run.api_key = key;
   run.extra_headers = *extra_headers;
   run.request_id_prefix = o.request_id_prefix.value_or("");
+  run.logprobs = o.logprobs;
   if (!o.lora_modules.empty()) {
     run.lora_modules = o.lora_modules;
     Rng pick = Rng::stream(o.seed, "lora-modules");
@@ -749,6 +759,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (o.ready_check_timeout_s > 0) info.extra["ready_check_wait_s"] = ready_wait_s;
   if (!sampling.empty()) info.extra["sampling_params"] = sampling;
   if (o.request_id_prefix) info.extra["request_id_prefix"] = *o.request_id_prefix;
+  if (o.logprobs) info.extra["logprobs"] = *o.logprobs;
   if (!o.lora_modules.empty()) {
     boost::json::array modules;
     for (const auto& m : o.lora_modules) modules.emplace_back(m);

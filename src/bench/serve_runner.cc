@@ -392,6 +392,7 @@ class Worker {
                                  .ignore_eos = o.ignore_eos,
                                  .temperature = 0.0,
                                  .continuous_usage = o.continuous_usage && openai::supports_continuous_usage(o.backend),
+                                 .logprobs = o.logprobs,
                                  .extra_body = &o.extra_body};
     InFlight* f = acquire();
     f->reset(p, scheduled_ns, shape, warmup);

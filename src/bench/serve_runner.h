@@ -76,6 +76,7 @@ struct ServeRunnerOptions {
   std::vector<http::Header> extra_headers;
   // Non-empty: each measured request carries "x-request-id: <prefix><index>" (--request-id-prefix).
   std::string request_id_prefix;
+  std::optional<int64_t> logprobs;  // completions backends: "logprobs": N in every body (--logprobs)
   // --lora-modules: measured request i asks for model lora_modules[lora_choice[i]] instead of
   // `model` (vLLM picks one at random per request; here seeded). Empty: every request `model`.
   std::vector<std::string> lora_modules;

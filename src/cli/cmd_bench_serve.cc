@@ -56,6 +56,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--result-dir", o->result_dir, "directory for result files");
   cmd->add_option("--result-filename", o->result_filename, "result file name (default: vLLM's naming)");
   cmd->add_option("--metadata", o->metadata, "KEY=VALUE pairs added to the result");
+  cmd->add_option("--logprobs", o->logprobs,
+                  "ask for N log probabilities per output token (\"logprobs\": N; completions backends)");
   cmd->add_option("--lora-modules", o->lora_modules,
                   "LoRA adapters the server was launched with: each measured request asks for one of them (seeded "
                   "random choice, vLLM's)");

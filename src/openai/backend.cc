@@ -60,7 +60,11 @@ std::string build_request_body(Backend backend, const CompletionRequest& r) {
     body["temperature"] = r.temperature;
     body["repetition_penalty"] = 1.0;
     body["max_tokens"] = r.max_tokens;
-    body["logprobs"] = nullptr;
+    if (r.logprobs) {
+      body["logprobs"] = *r.logprobs;
+    } else {
+      body["logprobs"] = nullptr;
+    }
   }
   body["stream"] = true;
   boost::json::object stream_options{{"include_usage", true}};

@@ -15,6 +15,7 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,8 @@ struct CompletionRequest {
   bool ignore_eos = false;
   double temperature = 0.0;
   bool continuous_usage = false;
+  // Completions only: "logprobs": N (vLLM's --logprobs); nullopt sends null.
+  std::optional<int64_t> logprobs;
   // Extra top-level fields merged into the body (--extra-body and the sampling flags), parsed
   // once by the caller: the body is built for every request. Not owned; may be null.
   const boost::json::object* extra_body = nullptr;

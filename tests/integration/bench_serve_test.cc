@@ -1220,6 +1220,23 @@ TEST(BenchServe, LoraModulesSpreadTheMeasuredRequestsOverTheAdapters) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(BenchServe, LogprobsAreAskedForInEveryCompletionsBody) {
+  LoadingServer server(/*loading_posts=*/0);
+  const auto dir = scratch_dir("logprobs");
+  auto args = vllm_flags_run(server.base_url(), dir);
+  args.insert(args.end(), {"--logprobs", "2"});
+  auto r = ix::testing::run_ixbench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 4u);  // probe + 3 measured
+  for (const auto& body : bodies) EXPECT_EQ(num(body, "logprobs"), 2) << ix::json::to_string(body);
+  EXPECT_EQ(num(appended_result(dir), "logprobs"), 2);
+  expect_refused(server, dir, {"--logprobs", "-1"}, "--logprobs must be >= 0, got -1");
+  expect_refused(server, dir, {"--logprobs", "1", "--backend", "openai-chat"},
+                 "--logprobs applies to the completions backends");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BenchServe, UsageErrors) {
   auto r = ix::testing::run_ixbench({"bench", "serve", "--model", "deepseek-r1", "--backend", "tgi"});
   EXPECT_EQ(r.exit_code, 1);

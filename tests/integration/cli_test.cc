@@ -46,12 +46,13 @@ TEST(Cli, UnknownFlagIsOneLineUsageError) {
 }
 
 TEST(Cli, UnknownOptionOfASubcommandNamesTheCommandAndTheOptionInOrder) {
-  // CLI11 said "The following arguments were not expected: 5 --logprobs" (last first, no
+  // CLI11 said "The following arguments were not expected: d.json --dataset-path" (last first, no
   // command).
-  auto result = run_ixbench({"bench", "serve", "--model", "m", "--logprobs", "5"});
+  auto result = run_ixbench({"bench", "serve", "--model", "m", "--dataset-path", "d.json"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(count_lines(result.err), 1u) << result.err;
-  EXPECT_NE(result.err.find("'ixbench bench serve' does not take --logprobs 5"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("'ixbench bench serve' does not take --dataset-path d.json"), std::string::npos)
+      << result.err;
   EXPECT_NE(result.err.find("'ixbench bench serve --help'"), std::string::npos) << result.err;
   auto nested = run_ixbench({"sim", "predict", "--tp", "8", "stray"});
   EXPECT_EQ(nested.exit_code, 2);

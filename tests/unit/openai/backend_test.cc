@@ -37,6 +37,14 @@ TEST(Backend, CompletionsBodyMatchesVllmBenchmark) {
             R"("continuous_usage_stats": true}, "ignore_eos": true})");
 }
 
+TEST(Backend, LogprobsGoIntoCompletionsBodies) {
+  CompletionRequest r{.model = "m", .prompt = "p", .max_tokens = 2, .logprobs = 3};
+  EXPECT_NE(build_request_body(Backend::kSglang, r).find(R"("logprobs": 3,)"), std::string::npos)
+      << build_request_body(Backend::kSglang, r);
+  r.logprobs = 0;
+  EXPECT_NE(build_request_body(Backend::kVllm, r).find(R"("logprobs": 0,)"), std::string::npos);
+}
+
 TEST(Backend, ChatBodyUsesMessagesAndExtraBody) {
   // A non-object --extra-body is refused by bench serve before the run (bench_serve_test).
   const boost::json::object extra{{"top_k", 1}, {"temperature", 0.6}};

@@ -99,6 +99,9 @@ const std::vector<std::string>& corpus() {
       R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":1024,"total_tokens":1025,"completion_tokens":1}})",
       R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"logprobs":null,"finish_reason":null}]})",
       R"({"choices":[{"index":0,"delta":{"reasoning_content":"think","content":null},"finish_reason":null}],"usage":null})",
+      // --logprobs N: vLLM's completions and chat logprobs objects beside the text.
+      R"({"id":"cmpl-2","object":"text_completion","choices":[{"index":0,"text":" the","logprobs":{"text_offset":[0],"token_logprobs":[-0.125],"tokens":[" the"],"top_logprobs":[{" the":-0.125," a":-2.5e0}]},"finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}})",
+      R"({"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":{"content":[{"token":"Hi","logprob":-0.01,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.01,"bytes":[72,105]}]}]},"finish_reason":null}]})",
       R"({"choices":[{"delta":{"content":"a","reasoning":"b","reasoning_content":"c"},"text":"t","finish_reason":"stop"}]})",
       R"({"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":100,"prompt_tokens_details":{"cached_tokens":0}}})",
       R"({"choices":[{"text":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t","finish_reason":"length"}]})",
