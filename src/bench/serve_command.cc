@@ -99,13 +99,17 @@ Result<double> parse_double(std::string_view text, std::string_view flag) {
   return v;
 }
 
-std::string local_date_stamp() {
-  const std::time_t now = std::time(nullptr);
+// `t` in local time, as strftime(`format`) writes it (at most 63 characters).
+std::string local_strftime(std::time_t t, const char* format) {
   std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return buf;
+  localtime_r(&t, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof(buf), format, &tm);
+  return std::string(buf, n);
+}
+
+std::string local_date_stamp() {
+  return local_strftime(std::time(nullptr), "%Y%m%d-%H%M%S");
 }
 
 // One loop thread handles ~1.8 M events/s when fully busy; one per 1024 streams keeps each well
@@ -200,13 +204,8 @@ Result<workload::ArrivalOptions> arrival_options_of(const BenchServeOptions& o, 
 // A local time as Python's datetime.now().isoformat(): 2026-12-01T08:10:03.123456.
 std::string local_iso_time(double unix_s) {
   const double whole = std::floor(unix_s);
-  const std::time_t t = static_cast<std::time_t>(whole);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
   const int micros = std::min(999'999, static_cast<int>(std::llround((unix_s - whole) * 1e6)));
-  return fmt::format("{}.{:06d}", buf, micros);
+  return fmt::format("{}.{:06d}", local_strftime(static_cast<std::time_t>(whole), "%Y-%m-%dT%H:%M:%S"), micros);
 }
 
 // vLLM's rps_change_events of a ramp-up: {"rps": start, the run's start}, then one event per whole
@@ -551,7 +550,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (num_warmups < 0 || num_warmups > kMaxPrompts)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--num-warmups must be in [0, {}], got {}", kMaxPrompts, num_warmups));
-  if (!std::isinf(request_rate) || arrivals->ramp_up != workload::RampUp::kNone) {
+  if (workload::open_loop(*arrivals)) {
     // The schedule itself is drawn after the warmups; a rate that cannot make one is refused now.
     auto schedule = workload::arrival_offsets_ns(static_cast<size_t>(num_prompts), *arrivals);
     if (!schedule) return std::unexpected(schedule.error());
@@ -659,12 +658,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   run.measured = shapes->measured;
   run.prompt = [&prefetcher](size_t k, int64_t* waited) { return prefetcher.take(k, waited); };
   run.max_concurrency = o.max_concurrency;
-  run.request_rate = request_rate;
-  run.burstiness = o.burstiness;
-  run.ramp_up = arrivals->ramp_up;
-  run.ramp_up_start_rps = arrivals->ramp_up_start_rps;
-  run.ramp_up_end_rps = arrivals->ramp_up_end_rps;
-  run.seed = o.seed;
+  run.arrivals = *arrivals;
   run.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
   run.max_retries = o.max_retries;
   run.threads = threads;

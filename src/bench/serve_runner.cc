@@ -564,15 +564,6 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
 
 }  // namespace
 
-workload::ArrivalOptions arrival_options(const ServeRunnerOptions& options) {
-  return {.request_rate = options.request_rate,
-          .burstiness = options.burstiness,
-          .seed = options.seed,
-          .ramp_up = options.ramp_up,
-          .ramp_up_start_rps = options.ramp_up_start_rps,
-          .ramp_up_end_rps = options.ramp_up_end_rps};
-}
-
 std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std::vector<http::Header> defaults) {
   std::vector<http::Header> out = std::move(defaults);
   auto put = [&out](http::Header header) {
@@ -741,13 +732,13 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   measured.begin = options.warmups.size();
   measured.end = measured.begin + options.measured.size();
   measured.next.store(measured.begin);
-  measured.open_loop = !std::isinf(options.request_rate) || options.ramp_up != workload::RampUp::kNone;
+  measured.open_loop = workload::open_loop(options.arrivals);
   if (stopped) measured.stopping.store(true);
   // Start a little in the future so every worker is armed before the first send is due.
   measured.t0 = SteadyClock().now_ns() + 2'000'000;
   out.start_unix_s = unix_now_s() + 0.002;
   if (measured.open_loop) {
-    auto offsets = workload::arrival_offsets_ns(options.measured.size(), arrival_options(options));
+    auto offsets = workload::arrival_offsets_ns(options.measured.size(), options.arrivals);
     if (!offsets) {
       for (auto& w : workers) w->loop().stop();
       for (auto& t : loop_threads) t.join();

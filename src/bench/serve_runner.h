@@ -90,13 +90,9 @@ struct ServeRunnerOptions {
   std::function<Result<std::string>(size_t k, int64_t* waited_ns)> prompt;
 
   std::optional<int64_t> max_concurrency;
-  double request_rate = std::numeric_limits<double>::infinity();
-  double burstiness = 1.0;
-  uint64_t seed = 0;
-  // --ramp-up-*: an open loop whose rate goes from start to end (request_rate stays inf).
-  workload::RampUp ramp_up = workload::RampUp::kNone;
-  double ramp_up_start_rps = 0.0;
-  double ramp_up_end_rps = 0.0;
+  // When the measured requests are due: all at once (closed loop, the default), at a rate, or on
+  // a ramp-up (--request-rate, --burstiness, --ramp-up-*, --seed).
+  workload::ArrivalOptions arrivals{.request_rate = std::numeric_limits<double>::infinity()};
   int64_t request_timeout_ns = 600'000'000'000;
   int max_retries = 0;  // resend after connect/reset/429/5xx failures (off by default)
   int threads = 1;
@@ -137,9 +133,6 @@ struct ServeRunnerOutput {
 // host, bad schedule); failures of the server are records, and a client error during the run is
 // ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
-
-// The arrival process of the measured requests (rate or ramp-up, burstiness, seed).
-workload::ArrivalOptions arrival_options(const ServeRunnerOptions& options);
 
 // The headers of a request to the server: `defaults` (the client's own), Authorization from
 // options.api_key, then options.extra_headers, each replacing an earlier one of the same name.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "common/error.h"
@@ -31,6 +32,11 @@ struct ArrivalOptions {
   double ramp_up_start_rps = 0.0;  // > 0, <= end
   double ramp_up_end_rps = 0.0;
 };
+
+// Whether requests are paced (a finite rate or a ramp-up) rather than all due at once.
+inline bool open_loop(const ArrivalOptions& options) {
+  return options.ramp_up != RampUp::kNone || options.request_rate < std::numeric_limits<double>::infinity();
+}
 
 // Request `index`'s rate of `count` (the ramp's, or request_rate without one).
 double arrival_rate(size_t index, size_t count, const ArrivalOptions& options);

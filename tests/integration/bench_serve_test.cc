@@ -1042,13 +1042,19 @@ boost::json::object appended_result(const std::filesystem::path& dir) {
   return parsed && parsed->is_object() ? parsed->as_object() : boost::json::object{};
 }
 
+// A vllm_flags_run with `extra` flags appended.
+ix::testing::ProcessResult run_vllm_flags(LoadingServer& server, const std::filesystem::path& dir,
+                                          const std::vector<std::string>& extra) {
+  auto args = vllm_flags_run(server.base_url(), dir);
+  args.insert(args.end(), extra.begin(), extra.end());
+  return ix::testing::run_ixbench(args);
+}
+
 // A vllm_flags_run with `extra` flags must exit 1 naming `says`, before anything is sent.
 void expect_refused(LoadingServer& server, const std::filesystem::path& dir, const std::vector<std::string>& extra,
                     const std::string& says) {
   const int posts = server.posts();
-  auto args = vllm_flags_run(server.base_url(), dir);
-  args.insert(args.end(), extra.begin(), extra.end());
-  auto refused = ix::testing::run_ixbench(args);
+  auto refused = run_vllm_flags(server, dir, extra);
   EXPECT_EQ(refused.exit_code, 1) << says;
   EXPECT_NE(refused.err.find(says), std::string::npos) << refused.err;
   EXPECT_EQ(server.posts(), posts) << says;
@@ -1126,11 +1132,10 @@ TEST(BenchServe, AServerThatNeverAnswersFailsTheReadyCheckWithoutAResult) {
 TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
   LoadingServer server(/*loading_posts=*/0);
   const auto dir = scratch_dir("headers");
-  auto args = vllm_flags_run(server.base_url(), dir);
   // vLLM's form: several values after one flag, or the flag repeated; an Authorization header
   // replaces the client's own (from OPENAI_API_KEY) as vLLM's extra headers do.
-  args.insert(args.end(), {"--header", "x-tenant = blue", "X-Trace=a=b", "--header", "Authorization=Basic c2VjcmV0"});
-  auto r = ix::testing::run_ixbench(args);
+  auto r = run_vllm_flags(server, dir,
+                          {"--header", "x-tenant = blue", "X-Trace=a=b", "--header", "Authorization=Basic c2VjcmV0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto heads = server.heads();
   ASSERT_EQ(heads.size(), 4u);  // the ready-check probe and 3 measured requests
@@ -1164,9 +1169,7 @@ TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
 TEST(BenchServe, RequestIdPrefixNamesEachMeasuredRequest) {
   LoadingServer server(/*loading_posts=*/0);
   const auto dir = scratch_dir("request_ids");
-  auto args = vllm_flags_run(server.base_url(), dir);
-  args.insert(args.end(), {"--request-id-prefix", "run7-"});
-  auto r = ix::testing::run_ixbench(args);
+  auto r = run_vllm_flags(server, dir, {"--request-id-prefix", "run7-"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> ids;
   int without = 0;
@@ -1223,9 +1226,7 @@ TEST(BenchServe, LoraModulesSpreadTheMeasuredRequestsOverTheAdapters) {
 TEST(BenchServe, LogprobsAreAskedForInEveryCompletionsBody) {
   LoadingServer server(/*loading_posts=*/0);
   const auto dir = scratch_dir("logprobs");
-  auto args = vllm_flags_run(server.base_url(), dir);
-  args.insert(args.end(), {"--logprobs", "2"});
-  auto r = ix::testing::run_ixbench(args);
+  auto r = run_vllm_flags(server, dir, {"--logprobs", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 4u);  // probe + 3 measured

@@ -236,9 +236,9 @@ TEST(ServeRunner, OpenLoopWithConcurrencyLimitShowsQueueTime) {
                       "0\r\n\r\n");
   });
   ServeRunnerOptions o = base_options(server.url(), 4, 1);
-  o.request_rate = 1000.0;  // all four due within a few ms
-  o.max_concurrency = 1;    // but only one at a time
-  o.threads = 3;            // more threads than slots: reduced to one
+  o.arrivals.request_rate = 1000.0;  // all four due within a few ms
+  o.max_concurrency = 1;             // but only one at a time
+  o.threads = 3;                     // more threads than slots: reduced to one
   auto out = run_serve(o);
   ASSERT_TRUE(out.has_value());
   ASSERT_EQ(out->records.size(), 4u);
