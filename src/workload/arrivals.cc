@@ -35,7 +35,7 @@ Result<std::vector<int64_t>> arrival_offsets_ns(size_t count, const ArrivalOptio
     return fail(ErrorCode::kInvalidArgument, fmt::format("--burstiness must be > 0 (got {})", options.burstiness));
   }
   std::vector<int64_t> offsets(count, 0);
-  if (!ramp && std::isinf(options.request_rate)) return offsets;
+  if (!open_loop(options)) return offsets;
   Rng rng = Rng::stream(options.seed, "arrivals");
   // Accumulate in double seconds and round each absolute time once: no drift from rounding
   // every gap.
