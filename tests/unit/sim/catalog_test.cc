@@ -42,6 +42,25 @@ TEST(Catalog, LooksUpAliasesHfIdsAndRunnerLabels) {
   EXPECT_EQ((*catalog->hardware("cluster:b200-dgxc"))->name, "b200");
   EXPECT_EQ((*catalog->hardware("H200"))->name, "h200");
   EXPECT_EQ((*catalog->hardware("mi355x-disagg"))->name, "mi355x");
+  // The master files' RTX PRO 6000 runner (Qwen3.5 FP4 rows).
+  EXPECT_EQ((*catalog->hardware("rtx6000pro-lat"))->name, "rtx6000pro");
+}
+
+TEST(Catalog, DevicesWithoutMeasuredPointsUseTheAllHardwareLevelAndSaySo) {
+  // RTX PRO 6000: no row of measured_dsr1.csv, no calibration_sibling; its prediction says which
+  // factors it took and that its catalog entry is an estimate.
+  EngineConfig config;
+  config.model = "qwen3.5-397b-a17b";
+  config.hardware = "rtx6000pro-lat";
+  config.precision = "fp4";
+  config.framework = "sglang";
+  config.tp = 4;
+  auto engine = resolve_engine(config);
+  ASSERT_TRUE(engine) << engine.error().message();
+  EXPECT_EQ(engine->hardware.name, "rtx6000pro");
+  EXPECT_NE(engine->calibration_group.find("no calibration group for this hardware"), std::string::npos)
+      << engine->calibration_group;
+  EXPECT_EQ(engine->hardware.source.rfind("estimate:", 0), 0u) << engine->hardware.source;
 }
 
 TEST(Catalog, UnknownNamesListKnownOnesAndHowToAdd) {

@@ -58,6 +58,22 @@ TEST(PredictShape, Fp4BeatsFp8) {
   }
 }
 
+TEST(PredictShape, GddrWithoutNvlinkIsSlowerThanHbmWithNvlink) {
+  // Same row on RTX PRO 6000 (1.8 TB/s GDDR7, PCIe between GPUs) and B200 (8 TB/s HBM3e, NVLink).
+  for (int32_t conc : {1, 16}) {
+    auto rtx = dsr1("rtx6000pro", "fp4", 4);
+    auto b200 = dsr1("b200", "fp4", 4);
+    rtx.engine.model = b200.engine.model = "qwen3.5-397b-a17b";
+    // vLLM: the InferenceX SGLang recipes poll for requests every 30 steps on B200 from conc 16,
+    // which would put the B200's TTFT above the slower device's.
+    rtx.engine.framework = b200.engine.framework = "vllm";
+    const auto slow = point(rtx, conc);
+    const auto fast = point(b200, conc);
+    EXPECT_GT(slow.median_tpot_s, 1.5 * fast.median_tpot_s) << conc;
+    EXPECT_GT(slow.median_ttft_s, fast.median_ttft_s) << conc;
+  }
+}
+
 TEST(PredictShape, MtpLowersTpot) {
   auto plain = dsr1("b200", "fp4", 4);
   auto mtp = plain;
