@@ -71,6 +71,15 @@ class EntryReader {
     }
     return out;
   }
+  // Optional fields: absent = 0 / empty; present but of the wrong type is an error.
+  int32_t optional_integer(std::string_view key) {
+    known(key);
+    return object_.contains(key) ? integer(key) : 0;
+  }
+  std::string optional_text(std::string_view key) {
+    known(key);
+    return object_.contains(key) ? text(key) : std::string();
+  }
   // A field read without this reader.
   void known(std::string_view key) { known_.emplace(key); }
   Result<void> status() const {
@@ -176,21 +185,44 @@ Result<ModelSpec> parse_model(const boost::json::value& value, size_t index) {
   spec.num_mtp_layers = reader.integer("num_mtp_layers");
   spec.default_num_spec_tokens = reader.integer("default_num_spec_tokens");
   spec.default_acceptance_length = reader.number("default_acceptance_length");
+  spec.o_lora_rank = reader.optional_integer("o_lora_rank");
+  spec.o_groups = reader.optional_integer("o_groups");
+  spec.checkpoint_expert_precision = reader.optional_text("checkpoint_expert_precision");
   spec.source = reader.text("source");
   if (auto status = reader.status(); !status) return fail(status.error());
-  if (attention != "mla" && attention != "gqa")
-    return fail(ErrorCode::kParse, fmt::format("{}: attention must be 'mla' or 'gqa', got '{}'", where, attention));
-  spec.mla = attention == "mla";
+  if (attention == "mla") {
+    spec.attention = Attention::kMla;
+  } else if (attention == "csa") {
+    spec.attention = Attention::kCsa;
+  } else if (attention == "gqa") {
+    spec.attention = Attention::kGqa;
+  } else {
+    return fail(ErrorCode::kParse,
+                fmt::format("{}: attention must be 'gqa', 'mla' or 'csa' (DeepSeek-V4), got '{}'", where, attention));
+  }
   if (spec.num_layers <= 0 || spec.hidden_size <= 0 || spec.num_heads <= 0 || spec.vocab_size <= 0 ||
       spec.max_position_embeddings <= 0 || spec.kv_layer_fraction <= 0 || spec.kv_layer_fraction > 1)
     return fail(
         ErrorCode::kParse,
         fmt::format("{}: layers, hidden size, heads, vocab, context must be positive and kv_layer_fraction in (0,1]",
                     where));
-  if (spec.mla && (spec.kv_lora_rank <= 0 || spec.qk_nope_head_dim <= 0 || spec.v_head_dim <= 0))
+  if (spec.attention == Attention::kMla &&
+      (spec.kv_lora_rank <= 0 || spec.qk_nope_head_dim <= 0 || spec.v_head_dim <= 0))
     return fail(ErrorCode::kParse, fmt::format("{}: MLA needs kv_lora_rank, qk_nope_head_dim, v_head_dim", where));
-  if (!spec.mla && (spec.num_kv_heads <= 0 || spec.head_dim <= 0))
+  if (spec.attention == Attention::kGqa && (spec.num_kv_heads <= 0 || spec.head_dim <= 0))
     return fail(ErrorCode::kParse, fmt::format("{}: GQA needs num_kv_heads and head_dim", where));
+  if (spec.attention == Attention::kCsa && (spec.head_dim <= 0 || spec.num_kv_heads != 1))
+    return fail(ErrorCode::kParse,
+                fmt::format("{}: CSA needs head_dim (the shared key/value entry) and num_kv_heads 1", where));
+  if (spec.o_lora_rank < 0 || spec.o_groups < 0 || (spec.o_lora_rank > 0) != (spec.o_groups > 0) ||
+      (spec.o_groups > 0 && spec.num_heads % spec.o_groups != 0))
+    return fail(ErrorCode::kParse, fmt::format("{}: o_lora_rank and o_groups go together, positive, and o_groups "
+                                               "must divide num_heads ({})",
+                                               where, spec.num_heads));
+  if (!spec.checkpoint_expert_precision.empty() && spec.checkpoint_expert_precision != "fp4" &&
+      spec.checkpoint_expert_precision != "fp8" && spec.checkpoint_expert_precision != "bf16")
+    return fail(ErrorCode::kParse, fmt::format("{}: checkpoint_expert_precision must be fp4, fp8 or bf16, got '{}'",
+                                               where, spec.checkpoint_expert_precision));
   if (spec.is_moe() && (spec.experts_per_token <= 0 || spec.experts_per_token > spec.num_experts ||
                         spec.moe_intermediate_size <= 0 || spec.first_dense_layers >= spec.num_layers))
     return fail(ErrorCode::kParse, fmt::format("{}: MoE needs 0 < experts_per_token <= num_experts, "
@@ -283,14 +315,24 @@ double HardwareSpec::peak_flops(const std::string& dtype) const {
 
 double ModelSpec::attention_params_per_layer() const {
   const double d = hidden_size;
-  if (mla) {
-    const double qk = qk_nope_head_dim + qk_rope_head_dim;
-    const double q = q_lora_rank > 0 ? d * q_lora_rank + q_lora_rank * num_heads * qk : d * num_heads * qk;
-    const double kv =
-        d * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank * num_heads * (qk_nope_head_dim + v_head_dim);
-    return q + kv + num_heads * v_head_dim * d;
+  // Query: through the low-rank q_lora_rank when the model has one.
+  auto query = [&](double per_head) {
+    return q_lora_rank > 0 ? d * q_lora_rank + double(q_lora_rank) * num_heads * per_head : d * num_heads * per_head;
+  };
+  // Output: heads x per_head -> hidden, or grouped low-rank (each group of heads -> o_lora_rank, the
+  // groups' concatenation -> hidden).
+  auto output = [&](double per_head) {
+    return o_groups > 0 ? num_heads * per_head * o_lora_rank + double(o_groups) * o_lora_rank * d
+                        : num_heads * per_head * d;
+  };
+  switch (attention) {
+    case Attention::kMla:
+      return query(qk_nope_head_dim + qk_rope_head_dim) + d * (kv_lora_rank + qk_rope_head_dim) +
+             double(kv_lora_rank) * num_heads * (qk_nope_head_dim + v_head_dim) + output(v_head_dim);
+    case Attention::kCsa: return query(head_dim) + d * head_dim + output(head_dim);
+    case Attention::kGqa: break;
   }
-  return d * num_heads * head_dim + 2.0 * d * num_kv_heads * head_dim + num_heads * head_dim * d;
+  return query(head_dim) + 2.0 * d * num_kv_heads * head_dim + output(head_dim);
 }
 
 double ModelSpec::expert_params() const {
@@ -316,7 +358,9 @@ double ModelSpec::active_params_per_token() const {
 }
 
 double ModelSpec::kv_elements_per_token() const {
-  const double per_layer = mla ? double(kv_lora_rank + qk_rope_head_dim) : 2.0 * num_kv_heads * head_dim;
+  const double per_layer = attention == Attention::kMla   ? double(kv_lora_rank + qk_rope_head_dim)
+                           : attention == Attention::kCsa ? double(head_dim)
+                                                          : 2.0 * num_kv_heads * head_dim;
   return per_layer * num_layers * kv_layer_fraction;
 }
 

@@ -38,10 +38,20 @@ struct HardwareSpec {
   double peak_flops(const std::string& dtype) const;
 };
 
+// How a model's attention caches keys and values.
+enum class Attention {
+  kGqa,  // grouped-query: K and V of every KV head (head_dim each), split over TP ranks
+  kMla,  // multi-head latent (DeepSeek-V3/R1): one latent (kv_lora_rank + rope) per token and
+         // layer, replicated on every TP rank, up-projected per head
+  kCsa,  // DeepSeek-V4's compressed (sparse) attention: one shared head_dim-wide entry that is
+         // both key and value (no up-projection), kept for 1 token in 4 or 128 depending on the
+         // layer (kv_layer_fraction is the mean kept share), replicated on every TP rank
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<std::string> aliases;
-  bool mla = false;  // multi-head latent attention
+  Attention attention = Attention::kGqa;
   int32_t num_layers = 0;
   int32_t hidden_size = 0;
   int32_t num_heads = 0;
@@ -52,6 +62,10 @@ struct ModelSpec {
   int32_t qk_nope_head_dim = 0;
   int32_t qk_rope_head_dim = 0;
   int32_t v_head_dim = 0;
+  // Grouped low-rank output projection (DeepSeek-V4: heads x head_dim -> o_groups x o_lora_rank
+  // -> hidden); 0 = a plain heads x head_dim -> hidden projection.
+  int32_t o_lora_rank = 0;
+  int32_t o_groups = 0;
   int32_t intermediate_size = 0;  // dense FFN layers
   int32_t vocab_size = 0;
   int32_t num_experts = 0;  // routed experts (0 = dense model)
@@ -64,9 +78,15 @@ struct ModelSpec {
   int32_t num_mtp_layers = 0;
   int32_t default_num_spec_tokens = 3;
   double default_acceptance_length = 2.0;
+  // The precision the checkpoint stores routed experts in whatever the deployment's precision
+  // (DeepSeek-V4: FP4 experts in its "FP8" checkpoint); empty = the deployment's precision.
+  std::string checkpoint_expert_precision;
   std::string source;
 
   bool is_moe() const { return num_experts > 0; }
+  // One cache entry per token and layer shared by every head (MLA, CSA): replicated, not split,
+  // over TP ranks.
+  bool shared_kv() const { return attention != Attention::kGqa; }
   int32_t moe_layers() const { return is_moe() ? num_layers - first_dense_layers : 0; }
   int32_t dense_ffn_layers() const { return is_moe() ? first_dense_layers : num_layers; }
   // Parameters per layer / in total (counts, not bytes).
@@ -77,7 +97,7 @@ struct ModelSpec {
   double total_params() const;
   double active_params_per_token() const;
   // KV-cache elements per token over all layers, before TP sharding (MLA: latent + rope key;
-  // GQA: K and V of every KV head).
+  // CSA: one head_dim entry; GQA: K and V of every KV head), times kv_layer_fraction.
   double kv_elements_per_token() const;
 };
 

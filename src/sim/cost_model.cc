@@ -63,7 +63,14 @@ CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const
   const double attention_params = model.num_layers * model.attention_params_per_layer();
   // Dense FFN layers, shared experts and the router run on the tokens of every DP rank together.
   const double ffn_params = model.dense_params() - attention_params - 2.0 * model.vocab_size * d;
-  weight_bytes_expert_ = model.expert_params() * expert_weight_bytes(precision);
+  // A checkpoint that stores its experts narrower than the deployment's precision (DeepSeek-V4's
+  // FP4 experts in an "fp8" deployment) is read at its own width; the GEMMs still run at the
+  // deployment's precision (peak_expert_ below).
+  const double expert_bytes =
+      model.checkpoint_expert_precision.empty()
+          ? expert_weight_bytes(precision)
+          : std::min(expert_weight_bytes(precision), expert_weight_bytes(model.checkpoint_expert_precision));
+  weight_bytes_expert_ = model.expert_params() * expert_bytes;
   dense_weight_bytes_rank_ = attention_params * bw_dense / shape_.attn_tp;
   dense_flops_per_token_rank_ = 2.0 * attention_params / shape_.attn_tp;
   lm_head_flops_per_sample_rank_ = 2.0 * model.vocab_size * d / shape_.attn_tp;
@@ -76,10 +83,11 @@ CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const
                           model.moe_layers() * double(model.num_experts) * weight_bytes_expert_ / shape_.gpus;
 
   kv_bytes_per_token_total_ = model.kv_elements_per_token() * kv_element_bytes(precision);
-  // MLA's latent cache is replicated on every TP rank; GQA splits KV heads (replicated past
-  // num_kv_heads ranks).
-  kv_bytes_per_token_rank_ =
-      model.mla ? kv_bytes_per_token_total_ : kv_bytes_per_token_total_ / std::min(shape_.attn_tp, model.num_kv_heads);
+  // MLA's latent and CSA's shared entry are replicated on every TP rank; GQA splits KV heads
+  // (replicated past num_kv_heads ranks).
+  kv_bytes_per_token_rank_ = model.shared_kv()
+                                 ? kv_bytes_per_token_total_
+                                 : kv_bytes_per_token_total_ / std::min(shape_.attn_tp, model.num_kv_heads);
 
   peak_dense_ = hardware.peak_flops(precision == "bf16" ? "bf16" : "fp8");
   peak_expert_ = hardware.peak_flops(precision);
@@ -166,10 +174,13 @@ StepCost CostModel::step(std::span<const RankLoad> ranks) const {
   const double layers = model_.num_layers;
   const double kv_layers = layers * model_.kv_layer_fraction;
   const double heads_rank = double(model_.num_heads) / shape_.attn_tp;
-  const double decode_dims =
-      model_.mla ? double(2 * model_.kv_lora_rank + model_.qk_rope_head_dim) : 2.0 * model_.head_dim;
-  const double prefill_dims = model_.mla ? double(model_.qk_nope_head_dim + model_.qk_rope_head_dim + model_.v_head_dim)
-                                         : 2.0 * model_.head_dim;
+  // Per head and cached token: scores over the key dims plus the weighted sum over the value dims.
+  // MLA decodes in absorbed form over the latent (key = latent + rope, value = latent) and
+  // prefills with up-projected heads; CSA's entry is key and value, GQA's heads are K and V.
+  const bool mla = model_.attention == Attention::kMla;
+  const double decode_dims = mla ? double(2 * model_.kv_lora_rank + model_.qk_rope_head_dim) : 2.0 * model_.head_dim;
+  const double prefill_dims =
+      mla ? double(model_.qk_nope_head_dim + model_.qk_rope_head_dim + model_.v_head_dim) : 2.0 * model_.head_dim;
 
   int64_t group_tokens = 0;
   bool any_prefill = false;

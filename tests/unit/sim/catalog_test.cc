@@ -94,6 +94,64 @@ TEST(Catalog, ParameterCountsAreThoseOfTheModels) {
   EXPECT_NEAR(r1->active_params_per_token() / 1e9, 37, 3);  // 37B active
   const auto* llama = *catalog->model("llama-3.3-70b");
   EXPECT_NEAR(llama->total_params() / 1e9, 70.6, 1.5);
+  // DeepSeek-V4 (compressed attention, grouped low-rank output): the published totals.
+  const auto* flash = *catalog->model("deepseek-v4-flash");
+  EXPECT_NEAR(flash->total_params() / 1e9, 284, 6);
+  EXPECT_NEAR(flash->active_params_per_token() / 1e9, 13, 1);
+  const auto* pro = *catalog->model("deepseek-v4-pro");
+  EXPECT_NEAR(pro->total_params() / 1e12, 1.6, 0.05);
+  EXPECT_NEAR(pro->active_params_per_token() / 1e9, 49, 2.5);
+}
+
+TEST(Catalog, CompressedAttentionKeepsOneSharedEntryPerKeptToken) {
+  auto catalog = Catalog::builtin();
+  ASSERT_TRUE(catalog);
+  const auto* flash = *catalog->model("deepseek-v4-flash");
+  EXPECT_EQ(flash->attention, Attention::kCsa);
+  EXPECT_TRUE(flash->shared_kv());
+  // 512 elements (key = value) per layer, for the 15.6 % of tokens the compressed layers keep:
+  // about a ninth of DeepSeek-R1's 61 x 576 per token.
+  EXPECT_DOUBLE_EQ(flash->kv_elements_per_token(), 43.0 * 512 * 0.156);
+  EXPECT_LT((*catalog->model("deepseek-v4-pro"))->kv_elements_per_token(),
+            0.15 * (*catalog->model("deepseek-r1"))->kv_elements_per_token());
+  EXPECT_EQ(flash->checkpoint_expert_precision, "fp4");
+  EXPECT_FALSE((*catalog->model("llama-3.3-70b"))->shared_kv());
+}
+
+TEST(Catalog, CompressedAttentionAndOptionalFieldsAreChecked) {
+  auto models = boost::json::parse(embedded_models_json()).as_object();
+  const auto& list = models.at("models").as_array();
+  size_t flash = 0;
+  while (list[flash].at("name").as_string() != "deepseek-v4-flash") ++flash;
+  auto with = [&](const char* key, boost::json::value value) {
+    boost::json::object copy = models;
+    copy["models"].as_array()[flash].as_object()[key] = std::move(value);
+    return Catalog::parse(embedded_hardware_json(), boost::json::serialize(copy));
+  };
+  auto expect_error = [](const Result<Catalog>& result, const std::string& text) {
+    ASSERT_FALSE(result) << text;
+    EXPECT_NE(result.error().message().find(text), std::string::npos) << result.error().message();
+    EXPECT_NE(result.error().message().find("deepseek-v4-flash"), std::string::npos) << result.error().message();
+  };
+  expect_error(with("num_kv_heads", 4), "CSA needs head_dim");
+  expect_error(with("o_groups", 7), "o_groups must divide num_heads (64)");
+  expect_error(with("o_groups", 0), "o_lora_rank and o_groups go together");
+  expect_error(with("checkpoint_expert_precision", "int4"), "checkpoint_expert_precision must be fp4, fp8 or bf16");
+  expect_error(with("checkpoint_expert_precision", 4), "checkpoint_expert_precision");
+  expect_error(with("attention", "linear"), "attention must be 'gqa', 'mla' or 'csa'");
+  // The optional fields may be left out.
+  boost::json::object plain = models;
+  auto& entry = plain["models"].as_array()[flash].as_object();
+  entry.erase("o_lora_rank");
+  entry.erase("o_groups");
+  entry.erase("checkpoint_expert_precision");
+  auto loaded = Catalog::parse(embedded_hardware_json(), boost::json::serialize(plain));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const auto* without = *loaded->model("deepseek-v4-flash");
+  EXPECT_TRUE(without->checkpoint_expert_precision.empty());
+  // A plain output projection (heads x head_dim -> hidden) is larger than the grouped low-rank one.
+  EXPECT_GT(without->attention_params_per_layer(),
+            (*Catalog::builtin()->model("deepseek-v4-flash"))->attention_params_per_layer());
 }
 
 TEST(Catalog, MalformedEntriesAreRejectedWithTheirName) {

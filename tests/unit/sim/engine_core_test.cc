@@ -601,6 +601,33 @@ TEST(EngineCore, UnfittableModelIsAClearError) {
   EXPECT_EQ(core.error().message().find("--gpu-memory-utilization above"), std::string::npos) << core.error().message();
 }
 
+TEST(EngineCore, CheckpointFp4ExpertsAreReadAtTheirWidthInAnFp8Deployment) {
+  // DeepSeek-V4-Pro's checkpoint stores its experts in FP4: InferenceX runs it as an "fp8"
+  // deployment on 8 x H200 (no FP4 tensor cores) at vLLM's default utilization, which 1.6T
+  // parameters at one byte each (~200 GB per GPU) could not do.
+  EngineConfig config;
+  config.model = "deepseek-v4-pro";
+  config.hardware = "h200";
+  config.precision = "fp8";
+  config.framework = "vllm";
+  config.tp = 8;
+  auto resolved = resolve_engine(config);
+  ASSERT_TRUE(resolved) << resolved.error().message();
+  ASSERT_TRUE(EngineCore::create(*resolved)) << "DeepSeek-V4-Pro FP8 fits on 8 x H200 at utilization 0.9";
+  const CostModel fp8(resolved->model, resolved->hardware, resolved->efficiency, "fp8", 0,
+                      WorkerTopology{1, 8, 1, false});
+  const CostModel fp4(resolved->model, resolved->hardware, resolved->efficiency, "fp4", 0,
+                      WorkerTopology{1, 8, 1, false});
+  EXPECT_DOUBLE_EQ(fp8.weight_bytes_per_gpu(), fp4.weight_bytes_per_gpu());
+  EXPECT_GT(fp8.weight_bytes_per_gpu(), 95e9);
+  EXPECT_LT(fp8.weight_bytes_per_gpu(), 125e9);
+  // Without the checkpoint's own width the same deployment's experts are one byte each.
+  ModelSpec one_byte = resolved->model;
+  one_byte.checkpoint_expert_precision.clear();
+  const CostModel wide(one_byte, resolved->hardware, resolved->efficiency, "fp8", 0, WorkerTopology{1, 8, 1, false});
+  EXPECT_GT(wide.weight_bytes_per_gpu(), 1.6 * fp8.weight_bytes_per_gpu());
+}
+
 TEST(EngineCore, WeightsThatFitAtAHigherUtilizationSayWhichUtilization) {
   // DeepSeek-R1 FP8 on 8 x H200 at a utilization below the weights' share of HBM: raising it is
   // the fix, and the message names the threshold.
