@@ -59,13 +59,11 @@ struct BenchServeOptions {
   bool save_detailed = false;
   std::string result_dir;
   std::string result_filename;
-  std::vector<std::string> metadata;  // KEY=VALUE, added to the result
-  std::vector<std::string> headers;   // KEY=VALUE, HTTP headers sent with every request (--header)
-  std::optional<std::string> request_id_prefix;
-  std::vector<std::string> lora_modules;
-  std::optional<int64_t>
-      logprobs;  // completions backends: log probabilities per output token  // "model" of each measured request: one
-                 // of these, seeded  // x-request-id: <prefix><index> on measured requests
+  std::vector<std::string> metadata;             // KEY=VALUE, added to the result
+  std::vector<std::string> headers;              // KEY=VALUE, HTTP headers sent with every request (--header)
+  std::optional<std::string> request_id_prefix;  // x-request-id: <prefix><index> on measured requests
+  std::vector<std::string> lora_modules;         // "model" of each measured request: one of these, seeded
+  std::optional<int64_t> logprobs;               // completions backends: log probabilities per output token
   uint64_t seed = 0;
   double request_timeout_s = 600.0;
   int max_retries = 0;

@@ -8,6 +8,7 @@
 
 #include "sim/calibration.h"
 #include "sim/engine_core.h"
+#include "test_util.h"
 
 namespace ix::sim {
 namespace {
@@ -49,13 +50,7 @@ TEST(Catalog, LooksUpAliasesHfIdsAndRunnerLabels) {
 TEST(Catalog, DevicesWithoutMeasuredPointsUseTheAllHardwareLevelAndSaySo) {
   // RTX PRO 6000: no row of measured_dsr1.csv, no calibration_sibling; its prediction says which
   // factors it took and that its catalog entry is an estimate.
-  EngineConfig config;
-  config.model = "qwen3.5-397b-a17b";
-  config.hardware = "rtx6000pro-lat";
-  config.precision = "fp4";
-  config.framework = "sglang";
-  config.tp = 4;
-  auto engine = resolve_engine(config);
+  auto engine = resolve_engine(testing::engine_config("qwen3.5-397b-a17b", "rtx6000pro-lat", "fp4", "sglang", 4));
   ASSERT_TRUE(engine) << engine.error().message();
   EXPECT_EQ(engine->hardware.name, "rtx6000pro");
   EXPECT_NE(engine->calibration_group.find("no calibration group for this hardware"), std::string::npos)

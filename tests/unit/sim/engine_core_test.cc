@@ -605,13 +605,7 @@ TEST(EngineCore, CheckpointFp4ExpertsAreReadAtTheirWidthInAnFp8Deployment) {
   // DeepSeek-V4-Pro's checkpoint stores its experts in FP4: InferenceX runs it as an "fp8"
   // deployment on 8 x H200 (no FP4 tensor cores) at vLLM's default utilization, which 1.6T
   // parameters at one byte each (~200 GB per GPU) could not do.
-  EngineConfig config;
-  config.model = "deepseek-v4-pro";
-  config.hardware = "h200";
-  config.precision = "fp8";
-  config.framework = "vllm";
-  config.tp = 8;
-  auto resolved = resolve_engine(config);
+  auto resolved = resolve_engine(testing::engine_config("deepseek-v4-pro", "h200", "fp8", "vllm", 8));
   ASSERT_TRUE(resolved) << resolved.error().message();
   ASSERT_TRUE(EngineCore::create(*resolved)) << "DeepSeek-V4-Pro FP8 fits on 8 x H200 at utilization 0.9";
   const CostModel fp8(resolved->model, resolved->hardware, resolved->efficiency, "fp8", 0,
@@ -631,11 +625,7 @@ TEST(EngineCore, CheckpointFp4ExpertsAreReadAtTheirWidthInAnFp8Deployment) {
 TEST(EngineCore, WeightsThatFitAtAHigherUtilizationSayWhichUtilization) {
   // DeepSeek-R1 FP8 on 8 x H200 at a utilization below the weights' share of HBM: raising it is
   // the fix, and the message names the threshold.
-  EngineConfig config;
-  config.model = "deepseek-r1";
-  config.hardware = "h200";
-  config.precision = "fp8";
-  config.tp = 8;
+  EngineConfig config = testing::engine_config("deepseek-r1", "h200", "fp8", "vllm", 8);
   config.gpu_memory_utilization = 0.5;
   auto resolved = resolve_engine(config);
   ASSERT_TRUE(resolved);

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/engine_core.h"
@@ -18,6 +19,18 @@ inline EngineConfig llama_on_h200() {
   config.hardware = "h200";
   config.precision = "fp8";
   config.tp = 2;
+  return config;
+}
+
+// `model` on `tp` GPUs of `hardware` served by `framework` at `precision`; the rest defaults.
+inline EngineConfig engine_config(const std::string& model, const std::string& hardware, const std::string& precision,
+                                  const std::string& framework, int32_t tp) {
+  EngineConfig config;
+  config.model = model;
+  config.hardware = hardware;
+  config.precision = precision;
+  config.framework = framework;
+  config.tp = tp;
   return config;
 }
 
