@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/engine_core.h"
+#include "test_util.h"
 
 namespace ix::sim {
 namespace {
@@ -14,11 +15,7 @@ struct Fixture {
 
 Fixture make(const std::string& hardware, const std::string& precision, int32_t tp, bool dp_attn = false,
              int32_t ep = 1) {
-  EngineConfig config;
-  config.model = "deepseek-r1";
-  config.hardware = hardware;
-  config.precision = precision;
-  config.tp = tp;
+  EngineConfig config = testing::engine_config("deepseek-r1", hardware, precision, "vllm", tp);
   config.ep = ep;
   config.dp_attn = dp_attn;
   Fixture f;
