@@ -93,6 +93,34 @@ TEST(PredictShape, MoreGpusLowerTpotAtLowConcurrency) {
   EXPECT_LT(point(dsr1("b200", "fp4", 8), 4).median_tpot_s, point(dsr1("b200", "fp4", 4), 4).median_tpot_s);
 }
 
+// A disaggregated deployment whose prefill side just keeps up at the benchmark concurrency: in a
+// closed loop its TTFT is the prefill queue, so a small change of prefill cost moves TTFT by a
+// large factor while throughput barely moves (docs/simulator.md, "knife edge"). Below the edge
+// TTFT follows the prefill cost roughly in proportion.
+TEST(PredictShape, DisaggregatedTtftAtTheBalancePointIsAKnifeEdgeOfPrefillCost) {
+  auto options = dsr1("h200", "fp8", 8);
+  options.engine.framework = "dynamo-sglang";
+  options.engine.disagg = true;
+  options.engine.prefill.tp = 8;
+  options.engine.decode.tp = 8;
+  options.osl = 128;
+  auto engine = resolve_engine(options.engine);
+  ASSERT_TRUE(engine) << engine.error().message();
+  const double shipped = engine->efficiency.prefill_scale;
+  auto at = [&](double factor, int32_t conc) {
+    engine->efficiency.prefill_scale = shipped * factor;
+    auto result = predict_point(*engine, options, conc);
+    EXPECT_TRUE(result) << (result ? "" : result.error().message());
+    return result ? *result : PredictPoint{};
+  };
+  const auto slow_edge = at(1.25, 64), fast_edge = at(0.8, 64);
+  EXPECT_GT(slow_edge.median_ttft_s, 2.5 * fast_edge.median_ttft_s);
+  EXPECT_LT(fast_edge.tput_per_gpu, 1.25 * slow_edge.tput_per_gpu);
+  const auto slow_below = at(1.25, 4), fast_below = at(0.8, 4);
+  EXPECT_LT(slow_below.median_ttft_s, 1.6 * fast_below.median_ttft_s);
+  EXPECT_GT(slow_below.median_ttft_s, fast_below.median_ttft_s);
+}
+
 TEST(Predict, FrontEndDelayGrowsWithTheStreamedTokenRate) {
   auto options = dsr1("b200", "fp8", 8);
   auto engine = resolve_engine(options.engine);
