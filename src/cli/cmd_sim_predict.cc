@@ -74,6 +74,7 @@ struct PredictFlags {
   std::string format = "json";
   std::string result_dir;
   bool explain = false;
+  double prefill_sensitivity = 0;  // 0 = off; else predict again with prefill cost x (1 -/+ this)
 };
 
 std::string utc_date() {
@@ -97,6 +98,63 @@ std::string table(const std::vector<sim::PredictPoint>& points) {
                        get("median_ttft_ms"), get("median_tpot_ms"), get("median_itl_ms"), get("median_e2el_ms") / 1000,
                        get("tput_per_gpu"), get("median_intvty"), p.num_preemptions);
   }
+  return out;
+}
+
+// --prefill-sensitivity F: the same concurrency predicted with the prefill cost x (1 - F) and
+// x (1 + F) (`sim_prefill_sensitivity` in each result). Where TTFT is a queue at the prefill
+// side's capacity edge it moves by multiples while TPOT and throughput move by a few per cent
+// (docs/simulator.md, "knife edge"): the range says how far to trust that point's TTFT.
+constexpr double kKnifeEdgeRatio = 2.0;  // TTFT across the range, high over low
+
+Result<void> add_prefill_sensitivity(const sim::ResolvedEngine& engine, const sim::PredictOptions& options,
+                                     double fraction, std::vector<sim::PredictPoint>& points) {
+  const std::array<double, 2> factors = {1.0 - fraction, 1.0 + fraction};
+  for (auto& point : points) {
+    boost::json::array ttft, tpot, tput;
+    for (double factor : factors) {
+      sim::ResolvedEngine scaled = engine;
+      scaled.efficiency.prefill_scale *= factor;
+      auto other = sim::predict_point(scaled, options, point.conc);
+      if (!other)
+        return fail(other.error().with_context(fmt::format("--prefill-sensitivity, prefill cost x{}", factor)));
+      ttft.push_back(other->median_ttft_s * 1000.0);
+      tpot.push_back(other->median_tpot_s * 1000.0);
+      tput.push_back(other->tput_per_gpu);
+    }
+    const double low = ttft[0].as_double(), high = ttft[1].as_double();
+    boost::json::object out;
+    out["prefill_cost_factors"] = boost::json::array{factors[0], factors[1]};
+    out["median_ttft_ms"] = std::move(ttft);
+    out["median_tpot_ms"] = std::move(tpot);
+    out["tput_per_gpu"] = std::move(tput);
+    out["ttft_knife_edge"] = low > 0 && high >= kKnifeEdgeRatio * low;
+    point.result["sim_prefill_sensitivity"] = std::move(out);
+  }
+  return {};
+}
+
+std::string sensitivity_table(const std::vector<sim::PredictPoint>& points, double fraction) {
+  std::string out =
+      fmt::format("\nwith the prefill cost x{:.2f} / x{:.2f} (--prefill-sensitivity):\n", 1 - fraction, 1 + fraction);
+  out += fmt::format("{:>6} {:>25} {:>21} {:>25}\n", "conc", "ttft_p50_ms", "tpot_p50_ms", "tput_per_gpu");
+  bool any_edge = false;
+  for (const auto& p : points) {
+    const auto& s = p.result.at("sim_prefill_sensitivity").as_object();
+    auto pair = [&](std::string_view key, int digits) {
+      const auto& values = s.at(key).as_array();
+      return fmt::format("{:.{}f} / {:.{}f}", values[0].as_double(), digits, values[1].as_double(), digits);
+    };
+    const bool edge = s.at("ttft_knife_edge").as_bool();
+    any_edge = any_edge || edge;
+    out += fmt::format("{:>6} {:>25} {:>21} {:>25}{}\n", p.conc, pair("median_ttft_ms", 1), pair("median_tpot_ms", 2),
+                       pair("tput_per_gpu", 1), edge ? "  knife edge" : "");
+  }
+  if (any_edge)
+    out += fmt::format(
+        "knife edge: TTFT moves {}x or more within this range, TPOT and throughput do not; the TTFT of "
+        "such a point is a queue at the prefill capacity (docs/simulator.md)\n",
+        kKnifeEdgeRatio);
   return out;
 }
 
@@ -144,6 +202,11 @@ int run_predict(const PredictFlags& flags) {
        {std::pair{"--isl", flags.isl}, {"--osl", flags.osl}, {"--num-prompts", flags.num_prompts}})
     if (value && *value < 1)
       return report_error(Error(ErrorCode::kInvalidArgument, fmt::format("{} must be >= 1, got {}", name, *value)));
+  if (!(flags.prefill_sensitivity >= 0 && flags.prefill_sensitivity < 1))
+    return report_error(Error(ErrorCode::kInvalidArgument,
+                              fmt::format("--prefill-sensitivity must be a fraction in (0, 1), e.g. 0.1 for "
+                                          "+-10 %, or 0 for off; got {}",
+                                          flags.prefill_sensitivity)));
   if (!flags.row.empty() && !flags.row_file.empty())
     return report_error(Error(ErrorCode::kInvalidArgument, "give --row or --row-file, not both"));
   std::string row_text = flags.row;
@@ -218,6 +281,9 @@ int run_predict(const PredictFlags& flags) {
     for (auto& point : *points) point.result["sim_cost_attribution"] = cost_attribution(point);
   auto engine = sim::resolve_engine(options.engine);
   if (!engine) return report_error(engine.error());
+  if (flags.prefill_sensitivity > 0)
+    if (auto ok = add_prefill_sensitivity(*engine, options, flags.prefill_sensitivity, *points); !ok)
+      return report_error(ok.error());
 
   if (!flags.result_dir.empty()) {
     std::error_code ec;
@@ -232,6 +298,7 @@ int run_predict(const PredictFlags& flags) {
   }
   if (flags.format == "table") {
     std::cout << table(*points);
+    if (flags.prefill_sensitivity > 0) std::cout << sensitivity_table(*points, flags.prefill_sensitivity);
     if (flags.explain) {
       std::cout << "\nwhere the mean TTFT and TPOT go (engine steps while waiting, API, front end, KV transfer):\n";
       for (const auto& p : *points)
@@ -274,6 +341,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_flag("--explain", flags->explain,
                 "also report where each concurrency's mean TTFT and TPOT go, by cost term "
                 "(sim_cost_attribution in the JSON; the largest terms under the table)");
+  cmd->add_option("--prefill-sensitivity", flags->prefill_sensitivity,
+                  "also predict each concurrency with the prefill cost x(1-F) and x(1+F), 0 < F < 1 "
+                  "(sim_prefill_sensitivity in the JSON; TTFT that moves 2x or more is marked 'knife edge')");
   cmd->add_option("--format", flags->format, "json | table")
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();

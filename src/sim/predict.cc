@@ -207,7 +207,8 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
 
   std::vector<metrics::RequestRecord> records(num_prompts);
   std::vector<uint64_t> request_ids(num_prompts, 0);
-  std::vector<int32_t> index_of;  // request id - 1 -> dataset index
+  std::vector<int64_t> engine_scheduled_ns(num_prompts, -1);  // the core's first admission
+  std::vector<int32_t> index_of;                              // request id - 1 -> dataset index
   index_of.reserve(num_prompts);
   int32_t next_index = 0;
   std::optional<Error> submit_error;
@@ -239,10 +240,12 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   };
   for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
   core.run_until(kNever, [&](const TokenEvent& event) {
-    auto& record = records[index_of[event.request_id - 1]];
+    const int32_t index = index_of[event.request_id - 1];
+    auto& record = records[index];
     if (record.first_token_ns == 0) {
       record.first_token_ns = event.time_ns;
       record.first_byte_ns = event.time_ns;
+      engine_scheduled_ns[index] = event.scheduled_ns;
     }
     if (!options.summary_only) {
       record.content_event_ns.push_back(event.time_ns);
@@ -281,6 +284,15 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   if (options.summary_only && options.represented_prompts > num_prompts && num_prompts > burst)
     later_weight = double(options.represented_prompts - burst) / double(num_prompts - burst);
   auto weight_of = [&](int32_t i) { return i < burst ? 1.0 : later_weight; };
+  double queued_s = 0, to_first_token_s = 0;
+  for (const auto& record : records) {
+    const int64_t scheduled_ns = engine_scheduled_ns[record.index];
+    if (!record.success || scheduled_ns < 0) continue;
+    const double w = weight_of(record.index);
+    queued_s += w * std::max<int64_t>(0, scheduled_ns - record.send_ns) / 1e9;
+    to_first_token_s += w * (record.first_token_ns - record.send_ns) / 1e9;
+  }
+  point.ttft_queue_share = to_first_token_s > 0 ? std::min(1.0, queued_s / to_first_token_s) : 0.0;
   if (options.summary_only) {
     std::vector<std::pair<double, double>> ttfts, tpots, e2els;  // (value, weight)
     double tokens = 0, output_tokens = 0;
@@ -306,6 +318,7 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
     point.result["max_num_seqs"] = launched.config.max_num_seqs;
     point.result["max_num_batched_tokens"] = launched.config.max_num_batched_tokens;
+    point.result["sim_ttft_queue_share"] = point.ttft_queue_share;
     point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
     point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
     point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;

@@ -64,6 +64,11 @@ struct PredictPoint {
   CostBuckets tpot_cost{};
   int64_t num_preemptions = 0;
   int64_t kv_blocks_per_rank = 0;
+  // Mean time from sending a request to the engine first scheduling it (waiting for a running
+  // slot, a prefill rank's budget or SGLang's next poll), over the mean TTFT (same weights as the
+  // medians). Near 1 the TTFT is a queue, which moves with capacity far more steeply than TPOT
+  // and throughput do (docs/simulator.md, "knife edge"). Also `sim_ttft_queue_share` in the JSON.
+  double ttft_queue_share = 0;
 };
 
 // One concurrency.

@@ -100,6 +100,76 @@ TEST(SimPredict, ExplainAttributesTheMeanTtftAndTpotToCostTerms) {
   EXPECT_NE(table.out.find("   256  TTFT: "), std::string::npos) << table.out;
 }
 
+// A 1P+1D deployment whose prefill side is at its capacity edge at conc 64 (and far from it at
+// conc 4): --prefill-sensitivity shows the TTFT there moving by multiples, and marks it.
+TEST(SimPredict, PrefillSensitivityMarksTtftOnTheKnifeEdge) {
+  std::vector<std::string> args = {"sim",
+                                   "predict",
+                                   "--model",
+                                   "deepseek-r1",
+                                   "--hardware",
+                                   "h200",
+                                   "--precision",
+                                   "fp8",
+                                   "--framework",
+                                   "dynamo-sglang",
+                                   "--prefill-workers",
+                                   "1",
+                                   "--prefill-tp",
+                                   "8",
+                                   "--decode-workers",
+                                   "1",
+                                   "--decode-tp",
+                                   "8",
+                                   "--isl",
+                                   "1024",
+                                   "--osl",
+                                   "128",
+                                   "--conc",
+                                   "4,64"};
+  auto plain = run_ixbench(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("sim_prefill_sensitivity"), std::string::npos);
+  args.insert(args.end(), {"--prefill-sensitivity", "0.2"});
+  auto result = run_ixbench(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = parse_object(result.out);
+  const auto& results = out.at("results").as_array();
+  ASSERT_EQ(results.size(), 2u);
+  std::vector<bool> edge;
+  for (const auto& item : results) {
+    const auto& r = item.as_object();
+    const double ttft = r.at("median_ttft_ms").to_number<double>();
+    const auto& s = r.at("sim_prefill_sensitivity").as_object();
+    EXPECT_NEAR(s.at("prefill_cost_factors").as_array()[0].to_number<double>(), 0.8, 1e-12);
+    EXPECT_NEAR(s.at("prefill_cost_factors").as_array()[1].to_number<double>(), 1.2, 1e-12);
+    const auto& range = s.at("median_ttft_ms").as_array();
+    // Cheaper prefill, earlier first token; the base prediction lies between.
+    EXPECT_LE(range[0].to_number<double>(), ttft);
+    EXPECT_GE(range[1].to_number<double>(), ttft);
+    for (const char* key : {"median_tpot_ms", "tput_per_gpu"}) EXPECT_EQ(s.at(key).as_array().size(), 2u) << key;
+    edge.push_back(s.at("ttft_knife_edge").as_bool());
+    // The share of the TTFT spent before the first scheduled step is reported for every point.
+    const double share = r.at("sim_ttft_queue_share").to_number<double>();
+    EXPECT_GE(share, 0.0);
+    EXPECT_LE(share, 1.0);
+  }
+  EXPECT_EQ(edge, (std::vector<bool>{false, true}));
+  EXPECT_LT(results[0].at("sim_ttft_queue_share").to_number<double>(),
+            results[1].at("sim_ttft_queue_share").to_number<double>());
+  args.insert(args.end(), {"--format", "table"});
+  auto table = run_ixbench(args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("with the prefill cost x0.80 / x1.20"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("knife edge: TTFT moves"), std::string::npos) << table.out;
+  for (const char* bad : {"1", "-0.1", "nan", "x"}) {
+    auto refused = run_ixbench({"sim", "predict", "--hardware", "h200", "--tp", "8", "--isl", "128", "--osl", "16",
+                                "--conc", "1", "--prefill-sensitivity", bad});
+    EXPECT_NE(refused.exit_code, 0) << bad;
+    EXPECT_NE(refused.err.find("--prefill-sensitivity"), std::string::npos) << bad << ": " << refused.err;
+  }
+}
+
 TEST(SimPredict, SaysWhatDraftsTheTokens) {
   // InferenceX labels every speculative method `mtp`; MiniMax-M3's rows run an EAGLE3 head, the
   // checkpoint has no MTP layers. The engine says which it simulated.
