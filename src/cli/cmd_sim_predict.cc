@@ -152,8 +152,8 @@ std::string sensitivity_table(const std::vector<sim::PredictPoint>& points, doub
   }
   if (any_edge)
     out += fmt::format(
-        "knife edge: TTFT moves {}x or more within this range, TPOT and throughput do not; the TTFT of "
-        "such a point is a queue at the prefill capacity (docs/simulator.md)\n",
+        "knife edge: TTFT moves {}x or more within this range, far more than TPOT and throughput; the TTFT "
+        "of such a point is a queue at the prefill capacity (docs/simulator.md)\n",
         kKnifeEdgeRatio);
   return out;
 }
