@@ -219,8 +219,7 @@ Result<ModelSpec> parse_model(const boost::json::value& value, size_t index) {
     return fail(ErrorCode::kParse, fmt::format("{}: o_lora_rank and o_groups go together, positive, and o_groups "
                                                "must divide num_heads ({})",
                                                where, spec.num_heads));
-  if (!spec.checkpoint_expert_precision.empty() && spec.checkpoint_expert_precision != "fp4" &&
-      spec.checkpoint_expert_precision != "fp8" && spec.checkpoint_expert_precision != "bf16")
+  if (!spec.checkpoint_expert_precision.empty() && !is_known_precision(spec.checkpoint_expert_precision))
     return fail(ErrorCode::kParse, fmt::format("{}: checkpoint_expert_precision must be fp4, fp8 or bf16, got '{}'",
                                                where, spec.checkpoint_expert_precision));
   if (spec.is_moe() && (spec.experts_per_token <= 0 || spec.experts_per_token > spec.num_experts ||
@@ -311,6 +310,10 @@ double HardwareSpec::peak_flops(const std::string& dtype) const {
   if (dtype == "fp4" && peak_fp4_flops > 0) return peak_fp4_flops;
   if ((dtype == "fp4" || dtype == "fp8") && peak_fp8_flops > 0) return peak_fp8_flops;
   return peak_bf16_flops;
+}
+
+bool is_known_precision(std::string_view precision) {
+  return precision == "fp4" || precision == "fp8" || precision == "bf16";
 }
 
 double ModelSpec::attention_params_per_layer() const {

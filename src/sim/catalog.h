@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -37,6 +38,9 @@ struct HardwareSpec {
   // Tensor-core peak for a weight dtype: fp4 falls back to fp8 then bf16 when not native.
   double peak_flops(const std::string& dtype) const;
 };
+
+// The weight precisions the cost model knows (fp4, fp8, bf16).
+bool is_known_precision(std::string_view precision);
 
 // How a model's attention caches keys and values.
 enum class Attention {

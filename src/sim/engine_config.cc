@@ -13,6 +13,11 @@ namespace ix::sim {
 
 namespace {
 
+Result<void> check_precision(const std::string& precision) {
+  if (is_known_precision(precision)) return {};
+  return fail(ErrorCode::kInvalidArgument, fmt::format("unknown precision '{}'; expected fp4, fp8 or bf16", precision));
+}
+
 int32_t engine_gpus(const WorkerTopology& topology) {
   return std::max({1, topology.tp, topology.ep});
 }
@@ -141,9 +146,7 @@ int32_t total_gpus(const EngineConfig& config) {
 }
 
 Result<void> validate(const EngineConfig& config) {
-  if (config.precision != "fp4" && config.precision != "fp8" && config.precision != "bf16")
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("unknown precision '{}'; expected fp4, fp8 or bf16", config.precision));
+  if (auto ok = check_precision(config.precision); !ok) return ok;
   if (auto family = framework_family(config.framework); !family) return fail(family.error());
   if (config.disagg) {
     if (auto ok = check_topology(config.prefill, "prefill-", true); !ok) return ok;
@@ -323,9 +326,7 @@ int32_t recipe_scheduler_recv_interval(const EngineConfig& config, int32_t conc)
 }
 
 Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const CalibrationTable* calibration) {
-  if (config.precision != "fp4" && config.precision != "fp8" && config.precision != "bf16")
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("unknown precision '{}'; expected fp4, fp8 or bf16", config.precision));
+  if (auto ok = check_precision(config.precision); !ok) return fail(ok.error());
   Result<Catalog> catalog = config.catalog_dir.empty() ? Catalog::builtin() : Catalog::load_dir(config.catalog_dir);
   if (!catalog) return fail(catalog.error());
   auto hardware = catalog->hardware(config.hardware);
