@@ -10,15 +10,23 @@
 namespace ix::cli {
 namespace {
 
+struct Flags {
+  bench::BenchServeOptions options;
+  bool ignore_eos = false;  // the default; accepted because every InferenceX call passes it
+  bool no_ignore_eos = false;
+  bool disable_progress = false;
+  bool no_scrape = false;
+  bool trust_remote_code = false;  // accepted for vLLM compatibility: tokenizers here run no model code
+  bool no_continuous_usage = false;
+};
+
 void setup(CLI::App& root, CommandRegistry& registry) {
   CLI::App* group = find_or_add_group(root, "bench", "benchmark clients");
   CLI::App* cmd = group->add_subcommand("serve", "fixed-length serving benchmark against an OpenAI-compatible server");
-  auto o = std::make_shared<bench::BenchServeOptions>();
-  auto no_ignore_eos = std::make_shared<bool>(false);
-  auto disable_progress = std::make_shared<bool>(false);
-  auto no_scrape = std::make_shared<bool>(false);
-  auto ignore_eos_flag = std::make_shared<bool>(false);
-  auto trust_remote_code = std::make_shared<bool>(false);
+  // Everything CLI11 writes into lives in this one object, owned by the run callback: a flag bound
+  // to a local of setup() would be written after setup() returned.
+  auto flags = std::make_shared<Flags>();
+  bench::BenchServeOptions* o = &flags->options;
 
   cmd->add_option("--base-url", o->base_url, "server URL, e.g. http://127.0.0.1:8000 (overrides --host/--port)");
   cmd->add_option("--host", o->host, "server host")->capture_default_str();
@@ -45,8 +53,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--ramp-up-start-rps", o->ramp_up_start_rps, "ramp-up: rate of the first request (requests/s)");
   cmd->add_option("--ramp-up-end-rps", o->ramp_up_end_rps, "ramp-up: rate of the last request (requests/s)");
   cmd->add_option("--num-warmups", o->num_warmups, "warmup requests (default: 2 x --max-concurrency, else 0)");
-  cmd->add_flag("--ignore-eos", *ignore_eos_flag, "generate exactly the requested tokens (default on)");
-  cmd->add_flag("--no-ignore-eos", *no_ignore_eos, "let the server stop at EOS");
+  cmd->add_flag("--ignore-eos", flags->ignore_eos, "generate exactly the requested tokens (default on)");
+  cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "let the server stop at EOS");
   cmd->add_flag("--use-chat-template", o->use_chat_template, "apply the model's chat template to prompts");
   cmd->add_option("--percentile-metrics", o->percentile_metrics, "metrics to report")->capture_default_str();
   cmd->add_option("--metric-percentiles", o->metric_percentiles, "percentiles to report")->capture_default_str();
@@ -74,7 +82,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--threads", o->threads, "client event-loop threads (0 = auto)")->capture_default_str();
   cmd->add_option("--server-pid", o->server_pid, "stop cleanly (results kept) if this process exits");
   cmd->add_flag("--profile", o->profile, "call the server's /start_profile and /stop_profile around the run");
-  cmd->add_flag("--no-server-metrics", *no_scrape, "do not scrape the server's /metrics");
+  cmd->add_flag("--no-server-metrics", flags->no_scrape, "do not scrape the server's /metrics");
   cmd->add_option("--spec-acceptance-length", o->spec_acceptance_length,
                   "configured speculative-decoding acceptance length, reported beside the achieved one");
   cmd->add_option("--extra-body", o->extra_body, "JSON object merged into every request body");
@@ -93,24 +101,24 @@ void setup(CLI::App& root, CommandRegistry& registry) {
                   "retry a 1-token request until the endpoint answers, at most this long (0 = no check)")
       ->capture_default_str();
   cmd->add_flag("--insecure", o->insecure, "do not verify https certificates");
-  cmd->add_flag("--disable-tqdm,--no-progress", *disable_progress, "no live progress line");
+  cmd->add_flag("--disable-tqdm,--no-progress", flags->disable_progress, "no live progress line");
   cmd->add_option("--max-failed-fraction", o->max_failed_fraction, "exit 1 above this fraction of failed requests")
       ->capture_default_str();
   cmd->add_option("--client-lag-threshold-ms", o->loop_lag_threshold_ms,
                   "mark the run invalid when the client's event-loop lag p99 exceeds this")
       ->capture_default_str();
-  cmd->add_flag("--trust-remote-code", *trust_remote_code, "accepted for vLLM compatibility (no effect)");
-  auto no_continuous_usage = std::make_shared<bool>(false);
-  cmd->add_flag("--no-continuous-usage-stats", *no_continuous_usage,
+  cmd->add_flag("--trust-remote-code", flags->trust_remote_code, "accepted for vLLM compatibility (no effect)");
+  cmd->add_flag("--no-continuous-usage-stats", flags->no_continuous_usage,
                 "do not ask for usage in every chunk (stream_options.continuous_usage_stats, sent by default to "
                 "vllm/sglang/trt/atom for tokens per chunk; vLLM's and InferenceX's clients do not send it)");
 
-  registry.on_run(cmd, [o, no_ignore_eos, disable_progress, no_scrape, no_continuous_usage] {
-    o->ignore_eos = !*no_ignore_eos;
-    o->continuous_usage = !*no_continuous_usage;
-    o->progress = !*disable_progress;
-    o->scrape_metrics = !*no_scrape;
-    auto status = bench::run_bench_serve(*o);
+  registry.on_run(cmd, [flags] {
+    bench::BenchServeOptions& options = flags->options;
+    options.ignore_eos = !flags->no_ignore_eos;
+    options.continuous_usage = !flags->no_continuous_usage;
+    options.progress = !flags->disable_progress;
+    options.scrape_metrics = !flags->no_scrape;
+    auto status = bench::run_bench_serve(options);
     return status ? *status : report_error(status.error());
   });
 }
