@@ -2,19 +2,22 @@
 // file, a console summary and an exit status out. The CLI file only maps argv onto
 // BenchServeOptions.
 //
-// Steps: resolve and load the tokenizer; draw lengths; start prompt synthesis on background
-// threads (the first requests' prompts are ready before the clock starts, the rest stay ahead of
-// the send schedule); run (serve_runner.h); count output tokens client-side where the server did
-// not report usage (and to check the server's counts); build the SPEC §4 result
-// (metrics/serve_result.h); write it (and --save-detailed JSONL) even when the run failed its
-// checks; print the summary.
+// Steps (each its own function): check and parse every flag (serve_plan.h); load the tokenizer
+// and draw lengths; start prompt synthesis on background threads (the first requests' prompts
+// are ready before the clock starts, the rest stay ahead of the send schedule) — or, with
+// --tokenizer-from-server, make every prompt through the server's /tokenize and /detokenize
+// first; run (serve_runner.h); count output tokens client-side where the server did not report
+// usage; build the SPEC §4 result (metrics/serve_result.h); write it (serve_output.h) even when
+// the run failed its checks; print the summary.
 //
-// Exit status (returned, not thrown): 0 ok; 1 when more than `max_failed_fraction` of the
-// measured requests failed, none completed, the run was stopped early (Ctrl-C or SIGTERM, server
-// died, a prompt that could not be made: the result is still written), or
-// the client saturated.
+// Exit status (returned, not thrown), as InferenceX's client: 0 ok — also for a run the client's
+// self-check marks invalid (the mark is in the result and printed), unless fail_on_invalid; 1
+// when more than `max_failed_fraction` of the measured requests failed, none completed, the
+// watched server died or a prompt could not be made (the result is still written); 128 + the
+// signal number when the run was stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129), after
+// writing what was measured.
 //
-// Thread-safety: one call at a time per process (it installs SIGINT and SIGTERM handlers while running).
+// Thread-safety: one call at a time per process (it installs signal handlers while running).
 #pragma once
 
 #include <sys/types.h>
@@ -52,6 +55,10 @@ struct BenchServeOptions {
   bool ignore_eos = true;
   bool continuous_usage = true;  // ask for usage in every chunk (vllm, sglang, trt, atom backends)
   bool use_chat_template = false;
+  bool dsv4 = false;                    // DeepSeek-V4's encoding, thinking mode (implies the chat template)
+  std::string tokenizer_mode = "auto";  // vLLM's values; deepseek_v4 selects DeepSeek-V4's encoding
+  bool tokenizer_from_server = false;   // prompts made through the server's /tokenize and /detokenize
+  bool trust_remote_code = false;       // recorded; the native tokenizers run no model code
   std::string percentile_metrics = "ttft,tpot,itl,e2el";
   std::string metric_percentiles = "90,99,99.9";
   std::vector<std::string> goodput;  // "ttft:MS" ...
@@ -90,6 +97,7 @@ struct BenchServeOptions {
   bool insecure = false;
   bool progress = true;  // live progress line when stderr is a TTY
   double max_failed_fraction = 0.05;
+  bool fail_on_invalid = false;  // exit 1 when the self-check marks the run invalid
   double loop_lag_threshold_ms = 1.0;
   bool count_client_tokens = true;
   // Date stamp for the file name and "date" (default: local time now, "%Y%m%d-%H%M%S").

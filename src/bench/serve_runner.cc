@@ -579,6 +579,52 @@ std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std:
   return out;
 }
 
+void judge_client_delay(const ClientDelay& d, metrics::ClientHealth& h) {
+  // The mark says the client's own delay reached the measurements, not that a gauge grazed a
+  // line: a delay counts when it is above the absolute threshold AND more than
+  // kClientDelayShare of what it distorts — sends late against the median request's life (the
+  // offered load the client lost), or, without kernel receive stamps, loop lag against the
+  // median TTFT it inflates. A busy thread with neither effect is a warning, not a mark.
+  constexpr double kClientDelayShare = 0.01;
+  h.send_delay_p90_ms = d.send_delay_p90_ms;
+  h.client_delay_share = d.median_e2el_ms > 0 ? d.send_delay_p90_ms / d.median_e2el_ms : 0.0;
+  const bool sends_late = d.send_delay_p90_ms > d.threshold_ms && h.client_delay_share > kClientDelayShare;
+  const bool reads_late = !d.stamps_immune && d.lag_p99_ms > d.threshold_ms &&
+                          (d.median_ttft_ms <= 0 || d.lag_p99_ms / d.median_ttft_ms > kClientDelayShare);
+  const std::string where = d.max_busy >= 0.5 ? "use more --threads"
+                                              : fmt::format(
+                                                    "client threads were only {:.0f}% busy: the machine is "
+                                                    "oversubscribed (other processes compete for the CPU)",
+                                                    d.max_busy * 100);
+  h.saturated = sends_late || reads_late;
+  if (sends_late) {
+    h.reason =
+        fmt::format("sends {:.3f} ms late at p90, {:.1f}% of the median request's {:.1f} ms (> {:.0f}%): {}",
+                    d.send_delay_p90_ms, h.client_delay_share * 100, d.median_e2el_ms, kClientDelayShare * 100, where);
+  } else if (reads_late) {
+    h.reason = fmt::format(
+        "event-loop lag p99 {:.3f} ms on reads without kernel timestamps, > {:.0f}% of the median TTFT {:.1f} ms: {}",
+        d.lag_p99_ms, kClientDelayShare * 100, d.median_ttft_ms, where);
+  } else if (d.max_busy >= 0.95) {
+    h.warning = fmt::format(
+        "a client worker thread was busy {:.0f}% of the run, with no measurable effect (sends {:.3f} ms late at p90); "
+        "more --threads give headroom",
+        d.max_busy * 100, d.send_delay_p90_ms);
+  }
+}
+
+std::string profile_request_body(const ServeRunnerOptions& options, bool start) {
+  const boost::json::object profile{{"num_steps", 1}, {"merge_profiles", true}, {"profile_by_stage", true}};
+  openai::CompletionRequest request;
+  request.model = options.model;
+  request.prompt = "Hello";
+  request.max_tokens = options.measured.empty() ? 1 : options.measured.front().output_len;
+  request.ignore_eos = options.ignore_eos;
+  request.logprobs = options.logprobs;
+  if (start) request.extra_body = &profile;
+  return openai::build_request_body(options.backend, request);
+}
+
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
   if (!options.lora_modules.empty()) {
@@ -618,7 +664,7 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   ServeRunnerOutput out;
   auto stop_reason = [&]() -> std::optional<std::string> {
     if (options.interrupt && options.interrupt->load())
-      return std::string("interrupted (Ctrl-C or SIGTERM) before the run completed");
+      return std::string("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed");
     if (!process_alive(options.server_pid)) {
       return fmt::format("server process {} exited during the run", options.server_pid);
     }
@@ -722,9 +768,10 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
       have_before = true;
     }
   }
+  const std::vector<http::Header> profile_headers = server_headers(options, {{"Content-Type", "application/json"}});
   if (!stopped && options.profile) {
-    auto r =
-        http::fetch(options.base, "POST", "/start_profile", {}, control_headers, 60'000'000'000, options.verify_tls);
+    auto r = http::fetch(options.base, "POST", "/start_profile", profile_request_body(options, true), profile_headers,
+                         60'000'000'000, options.verify_tls);
     out.extra["profile_start"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
 
@@ -764,8 +811,8 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   const double end_unix = unix_now_s();
 
   if (options.profile && !stopped) {
-    auto r =
-        http::fetch(options.base, "POST", "/stop_profile", {}, control_headers, 600'000'000'000, options.verify_tls);
+    auto r = http::fetch(options.base, "POST", "/stop_profile", profile_request_body(options, false), profile_headers,
+                         600'000'000'000, options.verify_tls);
     out.extra["profile_stop"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
   }
   if (have_before && process_alive(options.server_pid)) {
@@ -845,26 +892,24 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   for (const auto& r : out.records) {
     if (r.send_ns && r.index >= first_wave) queue_ms.push_back(static_cast<double>(r.send_ns - r.scheduled_ns) / 1e6);
   }
-  const double queue_p90_ms = metrics::percentile(queue_ms, 90);
-  const bool lag_high = h.event_loop_lag_p99_ms > options.loop_lag_threshold_ms;
-  const bool sends_late = queue_is_client_delay && queue_p90_ms > options.loop_lag_threshold_ms;
-  if (max_busy >= 0.95) {
-    h.saturated = true;
-    h.reason = fmt::format("a client worker thread was busy {:.0f}% of the run (use more --threads)", max_busy * 100);
-  } else if (lag_high && (sends_late || !stamps_immune || !queue_is_client_delay)) {
-    // Lag with an idle client thread means the thread was not scheduled: the machine is
-    // oversubscribed.
-    h.saturated = true;
-    const std::string what = sends_late ? fmt::format("sends {:.3f} ms late at p90", queue_p90_ms)
-                                        : std::string("timestamps carry client delay");
-    h.reason = max_busy < 0.5
-                   ? fmt::format(
-                         "event-loop lag p99 {:.3f} ms > {:.3f} ms ({}) while client threads were only {:.0f}% "
-                         "busy: the machine is oversubscribed (other processes compete for the CPU)",
-                         h.event_loop_lag_p99_ms, options.loop_lag_threshold_ms, what, max_busy * 100)
-                   : fmt::format("event-loop lag p99 {:.3f} ms > {:.3f} ms ({}): use more --threads",
-                                 h.event_loop_lag_p99_ms, options.loop_lag_threshold_ms, what);
+  const double queue_p90_ms = queue_ms.empty() ? 0.0 : metrics::percentile(queue_ms, 90);
+  std::vector<double> e2el_ms, ttft_ms;
+  for (const auto& r : out.records) {
+    if (!r.success) continue;
+    const int64_t last = r.content_event_ns.empty() ? r.end_ns : r.content_event_ns.back();
+    e2el_ms.push_back(static_cast<double>(last - r.send_ns) / 1e6);
+    if (r.first_token_ns) ttft_ms.push_back(static_cast<double>(r.first_token_ns - r.send_ns) / 1e6);
   }
+  const double median_e2el_ms = e2el_ms.empty() ? 0.0 : metrics::percentile(e2el_ms, 50);
+  const double median_ttft_ms = ttft_ms.empty() ? 0.0 : metrics::percentile(ttft_ms, 50);
+  judge_client_delay({.lag_p99_ms = h.event_loop_lag_p99_ms,
+                      .max_busy = max_busy,
+                      .send_delay_p90_ms = queue_is_client_delay ? queue_p90_ms : 0.0,
+                      .median_e2el_ms = median_e2el_ms,
+                      .median_ttft_ms = median_ttft_ms,
+                      .stamps_immune = stamps_immune,
+                      .threshold_ms = options.loop_lag_threshold_ms},
+                     h);
 
   if (stopped) {
     out.stopped_early = true;

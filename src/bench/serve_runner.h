@@ -21,9 +21,10 @@
 // Self-check: every worker runs a 1 ms probe timer and records how late it fires (event-loop
 // lag) and its thread CPU time. Received bytes carry the kernel's receive timestamp (plain TCP),
 // so lag reaches the measurements only through late sends (queue time) — or directly on https.
-// The client is marked saturated and the run invalid when a worker was busy ≥ 95 % of the
-// window, or the lag p99 exceeds the threshold and it reached the measurements (queue p90 above
-// the threshold, or reads without kernel timestamps).
+// The client is marked saturated and the run invalid only when its delay reached the
+// measurements by more than 1 %: sends late at p90 by more than the threshold and by more than
+// 1 % of the median E2EL, or (reads without kernel timestamps) loop lag p99 above the threshold
+// and above 1 % of the median TTFT. A worker busy >= 95 % without such an effect is a warning.
 //
 // Stopping: `interrupt` (Ctrl-C, SIGTERM) or the death of `server_pid` cancels everything in flight
 // (recorded as kind "cancelled"), sends nothing more, and returns what was measured.
@@ -133,6 +134,29 @@ struct ServeRunnerOutput {
 // host, bad schedule); failures of the server are records, and a client error during the run is
 // ServeRunnerOutput::fatal.
 Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options);
+
+// What the client's self-check weighs (serve_runner.cc measures it over the measured window).
+struct ClientDelay {
+  double lag_p99_ms = 0;         // event-loop lag p99 over all workers
+  double max_busy = 0;           // the busiest worker thread's busy fraction
+  double send_delay_p90_ms = 0;  // sends later than scheduled, p90 (0 where queueing is the server's)
+  double median_e2el_ms = 0;
+  double median_ttft_ms = 0;
+  bool stamps_immune = true;  // every read carried a kernel receive timestamp
+  double threshold_ms = 1.0;  // --client-lag-threshold-ms
+};
+
+// Marks `h` saturated (the run invalid) only when the client's delay reached the measurements:
+// sends late by more than the threshold and by more than 1 % of the median E2EL, or, on reads
+// without kernel timestamps, lag p99 above the threshold and above 1 % of the median TTFT. A
+// thread busy >= 95 % with neither effect sets h.warning instead.
+void judge_client_delay(const ClientDelay& delay, metrics::ClientHealth& h);
+
+// The body of POST /start_profile (`start`) or /stop_profile with --profile, as InferenceX's
+// client sends them: the backend's request body (a short prompt, the first measured request's
+// max_tokens), plus {"num_steps": 1, "merge_profiles": true, "profile_by_stage": true} to start
+// (SGLang's profiler options; vLLM ignores the body).
+std::string profile_request_body(const ServeRunnerOptions& options, bool start);
 
 // The headers of a request to the server: `defaults` (the client's own), Authorization from
 // options.api_key, then options.extra_headers, each replacing an earlier one of the same name.

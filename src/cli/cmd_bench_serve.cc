@@ -16,7 +16,6 @@ struct Flags {
   bool no_ignore_eos = false;
   bool disable_progress = false;
   bool no_scrape = false;
-  bool trust_remote_code = false;  // accepted for vLLM compatibility: tokenizers here run no model code
   bool no_continuous_usage = false;
 };
 
@@ -56,6 +55,16 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "generate exactly the requested tokens (default on)");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "let the server stop at EOS");
   cmd->add_flag("--use-chat-template", o->use_chat_template, "apply the model's chat template to prompts");
+  cmd->add_flag("--dsv4", o->dsv4,
+                "frame prompts with DeepSeek-V4's own encoding in thinking mode (ends with the assistant marker and "
+                "<think>; implies --use-chat-template), as InferenceX's client does");
+  cmd->add_option("--tokenizer-mode", o->tokenizer_mode,
+                  "vLLM's tokenizer modes: auto | hf | slow | custom (the native tokenizer), deepseek_v4 (also "
+                  "DeepSeek-V4's encoding, as --dsv4), mistral (only with --tokenizer-from-server)")
+      ->capture_default_str();
+  cmd->add_flag("--tokenizer-from-server", o->tokenizer_from_server,
+                "no local tokenizer: make prompts of exact length through the server's /tokenize and /detokenize "
+                "(vLLM's endpoints; output tokens from the server's usage)");
   cmd->add_option("--percentile-metrics", o->percentile_metrics, "metrics to report")->capture_default_str();
   cmd->add_option("--metric-percentiles", o->metric_percentiles, "percentiles to report")->capture_default_str();
   cmd->add_option("--goodput", o->goodput, "SLOs: ttft:MS tpot:MS e2el:MS");
@@ -102,12 +111,18 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_flag("--insecure", o->insecure, "do not verify https certificates");
   cmd->add_flag("--disable-tqdm,--no-progress", flags->disable_progress, "no live progress line");
-  cmd->add_option("--max-failed-fraction", o->max_failed_fraction, "exit 1 above this fraction of failed requests")
+  cmd->add_option("--max-failed-fraction", o->max_failed_fraction,
+                  "exit 1 above this fraction of failed requests (InferenceX: 0.05)")
       ->capture_default_str();
+  cmd->add_flag("--fail-on-invalid", o->fail_on_invalid,
+                "exit 1 when the client's self-check marks the run invalid (by default the mark is reported in the "
+                "result and the summary, and the exit status is InferenceX's)");
   cmd->add_option("--client-lag-threshold-ms", o->loop_lag_threshold_ms,
-                  "mark the run invalid when the client's event-loop lag p99 exceeds this")
+                  "the client's own delay (late sends, or loop lag on reads without kernel timestamps) marks the run "
+                  "invalid only above this many ms and above 1% of the median latency it distorts")
       ->capture_default_str();
-  cmd->add_flag("--trust-remote-code", flags->trust_remote_code, "accepted for vLLM compatibility (no effect)");
+  cmd->add_flag("--trust-remote-code", o->trust_remote_code,
+                "accepted for vLLM compatibility and recorded (the native tokenizers run no model code)");
   cmd->add_flag("--no-continuous-usage-stats", flags->no_continuous_usage,
                 "do not ask for usage in every chunk (stream_options.continuous_usage_stats, sent by default to "
                 "vllm/sglang/trt/atom for tokens per chunk; vLLM's and InferenceX's clients do not send it)");

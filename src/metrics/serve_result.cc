@@ -241,44 +241,52 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
     put_stats(out, key, values, ps, 1000.0, "_ms");
   }
 
-  // ixbench extras.
-  out["request_goodput"] = goodput;
-  out["num_warmups_excluded"] = warmups;
+  // vLLM's current name of the goodput, a number only when it was asked for.
+  if (!info.goodput_slo_ms.empty()) out["request_goodput"] = goodput;
+
+  // Everything ixbench adds, in one versioned object: InferenceX's process_result.py reads every
+  // top-level key ending in "ms" or containing "tpot" as a number, so nothing else may sit there.
+  boost::json::object own;
+  own["schema_version"] = kServeResultSchemaVersion;
+  own["num_warmups_excluded"] = warmups;
   const int64_t measured = completed + failed;
-  out["error_rate"] = measured ? static_cast<double>(failed) / static_cast<double>(measured) : 0.0;
+  own["error_rate"] = measured ? static_cast<double>(failed) / static_cast<double>(measured) : 0.0;
   boost::json::object errors, examples;
   for (const auto& [kind, n] : error_counts) errors[kind] = n;
   for (const auto& [kind, msg] : error_examples) examples[kind] = msg;
-  out["error_counts"] = std::move(errors);
-  out["error_examples"] = std::move(examples);
-  put_stats(out, "queue", queue, ps, 1000.0, "_ms");
-  put_stats(out, "sched_ttft", sched_ttft, ps, 1000.0, "_ms");
-  put_stats(out, "sched_e2el", sched_e2el, ps, 1000.0, "_ms");
-  put_stats(out, "token_itl", token_itl, ps, 1000.0, "_ms");
+  own["error_counts"] = std::move(errors);
+  own["error_examples"] = std::move(examples);
+  put_stats(own, "queue", queue, ps, 1000.0, "_ms");
+  put_stats(own, "sched_ttft", sched_ttft, ps, 1000.0, "_ms");
+  put_stats(own, "sched_e2el", sched_e2el, ps, 1000.0, "_ms");
+  put_stats(own, "token_itl", token_itl, ps, 1000.0, "_ms");
   {
     const Summary s = summarize_in_place(tokens_per_chunk, {}, 1.0);
-    out["mean_tokens_per_chunk"] = s.mean;
-    out["median_tokens_per_chunk"] = s.median;
-    out["max_tokens_per_chunk"] = s.max;
+    own["mean_tokens_per_chunk"] = s.mean;
+    own["median_tokens_per_chunk"] = s.median;
+    own["max_tokens_per_chunk"] = s.max;
   }
-  out["output_token_mismatch"] = boost::json::object{
+  own["output_token_mismatch"] = boost::json::object{
       {"compared_requests", compared_requests},
       {"mismatched_requests", mismatch_requests},
       {"server_output_tokens", server_tokens},
       {"client_output_tokens", client_tokens},
   };
-  out["scheduled_offsets_ms"] = std::move(scheduled_offsets);
+  own["scheduled_offsets_ms"] = std::move(scheduled_offsets);
 
   boost::json::array reasons;
   if (info.client) {
     const ClientHealth& c = *info.client;
-    out["client"] = boost::json::object{
+    own["client"] = boost::json::object{
         {"event_loop_lag_p50_ms", c.event_loop_lag_p50_ms},
         {"event_loop_lag_p99_ms", c.event_loop_lag_p99_ms},
         {"event_loop_lag_max_ms", c.event_loop_lag_max_ms},
         {"cpu_utilization", c.cpu_utilization},
         {"worker_threads", c.worker_threads},
+        {"send_delay_p90_ms", c.send_delay_p90_ms},
+        {"client_delay_share", c.client_delay_share},
         {"saturated", c.saturated},
+        {"warning", c.warning},
     };
     if (c.saturated) reasons.emplace_back(fmt::format("client saturated: {}", c.reason));
   }
@@ -287,11 +295,12 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
       for (const auto& v : value.as_array()) reasons.push_back(v);
     }
   }
-  out["run_valid"] = reasons.empty();
-  out["invalid_reasons"] = std::move(reasons);
+  own["run_valid"] = reasons.empty();
+  own["invalid_reasons"] = std::move(reasons);
   for (const auto& [key, value] : info.extra) {
-    if (key != "invalid_reasons") out[key] = value;
+    if (key != "invalid_reasons") own[key] = value;
   }
+  out["ixbench"] = std::move(own);
   return out;
 }
 
@@ -329,14 +338,21 @@ boost::json::object request_record_to_json(const RequestRecord& r, int64_t origi
 }
 
 std::string format_serve_summary(const boost::json::object& result) {
+  static const boost::json::object kNone;
+  const auto* own_value = result.if_contains("ixbench");
+  const boost::json::object& own = own_value && own_value->is_object() ? own_value->as_object() : kNone;
+  auto find = [&](std::string_view key) -> const boost::json::value* {
+    if (const auto* v = result.if_contains(key)) return v;
+    return own.if_contains(key);
+  };
   auto num = [&](std::string_view key) -> double {
-    const auto* v = result.if_contains(key);
+    const auto* v = find(key);
     if (!v) return 0.0;
     if (v->is_double()) return v->as_double();
     if (v->is_int64()) return static_cast<double>(v->as_int64());
     return 0.0;
   };
-  auto has = [&](std::string_view key) { return result.if_contains(key) && !result.at(key).is_null(); };
+  auto has = [&](std::string_view key) { return find(key) && !find(key)->is_null(); };
   std::string out;
   auto line_i = [&](std::string_view label, int64_t v) { out += fmt::format("{:<40} {:<10}\n", label, v); };
   auto line_f = [&](std::string_view label, double v) { out += fmt::format("{:<40} {:<10.2f}\n", label, v); };
@@ -379,9 +395,9 @@ std::string format_serve_summary(const boost::json::object& result) {
     if (has("p99_sched_ttft_ms")) line_f("P99 TTFT from scheduled (ms):", num("p99_sched_ttft_ms"));
     line_f("Mean tokens per chunk:", num("mean_tokens_per_chunk"));
   }
-  if (const auto* v = result.if_contains("run_valid"); v && v->is_bool() && !v->as_bool()) {
-    out += "RUN INVALID:";
-    for (const auto& reason : result.at("invalid_reasons").as_array()) {
+  if (const auto* v = own.if_contains("run_valid"); v && v->is_bool() && !v->as_bool()) {
+    out += "RUN INVALID (the client's own delay reached the measurements):";
+    for (const auto& reason : own.at("invalid_reasons").as_array()) {
       out += fmt::format(" {};", std::string_view(reason.as_string()));
     }
     out += "\n";

@@ -70,9 +70,18 @@ struct ClientHealth {
   double event_loop_lag_max_ms = 0.0;
   double cpu_utilization = 0.0;  // process CPU seconds / (wall seconds · worker threads)
   int worker_threads = 0;
-  bool saturated = false;
-  std::string reason;  // why it is marked saturated; empty otherwise
+  // The client's own delay as it reached the measurements: sends later than scheduled (p90, the
+  // closed loop's first wave excluded), and that delay as a share of the median request's life
+  // (send delay / median E2EL; the fraction of offered load the client lost).
+  double send_delay_p90_ms = 0.0;
+  double client_delay_share = 0.0;
+  bool saturated = false;  // the measurements were affected: the run is marked invalid
+  std::string reason;      // why it is marked saturated; empty otherwise
+  std::string warning;     // near a limit without a measurable effect (e.g. a thread busy >= 95 %)
 };
+
+// Version of the "ixbench" object of a serve result; raised when a field in it changes meaning.
+inline constexpr int kServeResultSchemaVersion = 1;
 
 struct ServeRunInfo {
   // Header fields, as vLLM writes them.
@@ -98,20 +107,23 @@ struct ServeRunInfo {
   std::map<std::string, double> goodput_slo_ms;
 
   std::optional<ClientHealth> client;  // "client" object + run validity
-  // Extra top-level fields appended verbatim after everything else (server_metrics, profile...).
+  // Fields of the "ixbench" object, appended after its own (server_metrics, profile...).
   boost::json::object extra;
 };
 
-// Builds the result object. Key order: vLLM/InferenceX header and aggregate keys in raw.json's
-// order (with "failed" after "completed"), per-metric mean_/median_/std_/p{P}_ keys in
-// `percentile_metrics` order, then ixbench extras:
-//   failed, request_goodput (same value, key without the colon), num_warmups_excluded,
-//   errors {kind: count}, error_examples {kind: message}, error_rate,
-//   {mean,median,std,p{P}}_{queue,sched_ttft,sched_e2el,token_itl}_ms (queue = send − scheduled;
-//   sched_* measured from the scheduled time, coordinated-omission free; token_itl = each gap
-//   divided by the tokens its event carried, one sample per token),
-//   {mean,median,max}_tokens_per_chunk, output_token_mismatch {...}, scheduled_offsets_ms,
-//   client {...}, run_valid, invalid_reasons, then `extra`.
+// Builds the result object. Top level: exactly the reference client's keys (InferenceX's
+// benchmark_serving.py) in its order, plus vLLM's current numeric ones — failed,
+// max_output_tokens_per_s, max_concurrent_requests, request_goodput (when --goodput was given) —
+// and per-metric mean_/median_/std_/p{P}_ keys in `percentile_metrics` order. InferenceX's
+// process_result.py reads every top-level key ending in "ms" as float() and every key holding
+// "tpot" as 1000/float(), so none of those is ever a list or null. Everything ixbench adds is in
+// "ixbench" {schema_version (kServeResultSchemaVersion), num_warmups_excluded, error_rate,
+// error_counts {kind: n}, error_examples {kind: message},
+// {mean,median,std,p{P}}_{queue,sched_ttft,sched_e2el,token_itl}_ms (queue = send − scheduled;
+// sched_* measured from the scheduled time, coordinated-omission free; token_itl = each gap
+// divided by the tokens its event carried, one sample per token),
+// {mean,median,max}_tokens_per_chunk, output_token_mismatch {...}, scheduled_offsets_ms,
+// client {...}, run_valid, invalid_reasons, then `extra`}.
 boost::json::object build_serve_result(const std::vector<RequestRecord>& records, const ServeRunInfo& info);
 
 // One request as a JSON object (for --save-detailed JSONL): times relative to `origin_ns`, in ms.

@@ -45,7 +45,9 @@ std::string_view default_endpoint(Backend backend) {
 }
 
 bool supports_continuous_usage(Backend backend) {
-  return backend != Backend::kOpenai && backend != Backend::kOpenaiChat;
+  // The engines whose OpenAI front ends parse stream_options.continuous_usage_stats (vLLM's
+  // protocol, SGLang's, trtllm-serve's); ATOM's and other OpenAI servers are not known to.
+  return backend == Backend::kVllm || backend == Backend::kSglang || backend == Backend::kTrt;
 }
 
 std::string build_request_body(Backend backend, const CompletionRequest& r) {
@@ -58,7 +60,7 @@ std::string build_request_body(Backend backend, const CompletionRequest& r) {
   } else {
     body["prompt"] = r.prompt;
     body["temperature"] = r.temperature;
-    body["repetition_penalty"] = 1.0;
+    body["best_of"] = 1;
     body["max_tokens"] = r.max_tokens;
     if (r.logprobs) {
       body["logprobs"] = *r.logprobs;

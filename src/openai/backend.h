@@ -1,14 +1,18 @@
 // Serving backends of `bench serve` (vLLM's --backend names): which endpoint, which request body,
 // and how a streamed response chunk is read.
 //
-//   vllm, sglang, openai, trt, atom  POST /v1/completions      {"model","prompt","max_tokens",...}
-//   openai-chat                       POST /v1/chat/completions {"model","messages",
-//                                                                "max_completion_tokens",...}
-// All stream (`"stream": true`) with `stream_options.include_usage` so the server reports
-// completion_tokens; the engines that implement vLLM's protocol (vllm, sglang, trt via
-// trtllm-serve, atom) also get `continuous_usage_stats`, which puts usage in every chunk and lets
-// the client know how many tokens each chunk carried (speculative decoding sends several).
-// Sampling as vLLM's benchmark: temperature 0, and `ignore_eos` when requested.
+// The bodies are InferenceX's client's (utils/bench_serving/backend_request_func.py), field for
+// field and in its order:
+//   vllm, sglang, openai, trt, atom  POST /v1/completions      {"model","prompt","temperature":0,
+//                                    "best_of":1,"max_tokens","logprobs","stream":true,
+//                                    "stream_options":{"include_usage":true},"ignore_eos"}
+//   openai-chat                       POST /v1/chat/completions {"model","messages","temperature":0,
+//                                    "max_completion_tokens","stream":true,"stream_options",
+//                                    "ignore_eos"}
+// (`ignore_eos` only when requested.) One addition, where the engine is known to accept it
+// (vllm, sglang, trt): `stream_options.continuous_usage_stats`, which puts usage in every chunk
+// so the client knows how many tokens each chunk carried (speculative decoding sends several);
+// --no-continuous-usage-stats drops it. Sampling flags and --extra-body are merged last.
 //
 // Thread-safety: pure functions; StreamChunkDecoder is one-stream, one-thread.
 #pragma once

@@ -92,14 +92,19 @@ Result<ResultRow> row_from_result(const boost::json::object& result, std::string
   }
   if (gpus && *gpus > 0) row.tput_per_gpu = row.total_token_throughput / *gpus;
   if (row.median_tpot_ms && *row.median_tpot_ms > 0) row.interactivity = 1000.0 / *row.median_tpot_ms;
-  // The result writer's keys (run_valid, invalid_reasons); "valid"/"invalid_reason" as an older
-  // spelling.
-  const auto* valid = result.if_contains("run_valid");
+  // The result writer's keys (ixbench.run_valid, ixbench.invalid_reasons); at the top level, and
+  // "valid"/"invalid_reason", as older files spell them.
+  const auto* own_value = result.if_contains("ixbench");
+  const boost::json::object& own = own_value && own_value->is_object() ? own_value->as_object() : result;
+  const auto* valid = own.if_contains("run_valid");
+  if (!valid) valid = result.if_contains("run_valid");
   if (!valid) valid = result.if_contains("valid");
   if (valid && valid->is_bool() && !valid->get_bool()) {
     row.note = "INVALID";
     std::string reasons;
-    if (const auto* list = result.if_contains("invalid_reasons"); list && list->is_array()) {
+    const auto* list = own.if_contains("invalid_reasons");
+    if (!list) list = result.if_contains("invalid_reasons");
+    if (list && list->is_array()) {
       for (const auto& reason : list->get_array())
         if (reason.is_string()) reasons += (reasons.empty() ? "" : "; ") + std::string(reason.get_string());
     } else if (const auto* reason = result.if_contains("invalid_reason"); reason && reason->is_string()) {

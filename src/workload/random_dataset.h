@@ -66,8 +66,9 @@ class RandomDataset {
  public:
   // `synth` (and its tokenizer) must outlive the dataset. `chat` is required for the chat
   // formats.
+  // `thinking` is the chat template's thinking switch (kOn for DeepSeek-V4's thinking mode).
   RandomDataset(const tok::PromptSynth& synth, PromptFormat format, std::optional<tok::ChatTemplate> chat,
-                uint64_t seed);
+                uint64_t seed, tok::Thinking thinking = tok::Thinking::kDefault);
   // Prompt for global index `index` (measured 0..n-1, warmups n..) with `tokens` tokens.
   // Errors: kInvalidArgument when a chat prompt is shorter than the template overhead + 1.
   Result<std::string> prompt(size_t index, int64_t tokens) const;

@@ -69,6 +69,13 @@ BenchRun bench(const ServerProcess& server, const std::string& name, std::vector
   return run;
 }
 
+// The "ixbench" object of a result (empty when the result has none).
+const boost::json::object& ixb(const boost::json::object& result) {
+  static const boost::json::object kNone;
+  const auto* own = result.if_contains("ixbench");
+  return own && own->is_object() ? own->as_object() : kNone;
+}
+
 double num(const boost::json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   if (!v) return std::nan("");
@@ -99,8 +106,8 @@ TEST(BenchServe, MeasuresTheSimulatorsFixedScheduleWithin1ms) {
   EXPECT_NEAR(num(r, "median_itl_ms"), 10.0, 1.0);
   EXPECT_NEAR(num(r, "median_tpot_ms"), 10.0, 1.0);
   EXPECT_NEAR(num(r, "median_e2el_ms"), 100.0 + 19 * 10.0, 1.0);
-  EXPECT_LT(num(r, "median_queue_ms"), 1.0);
-  EXPECT_EQ(num(r, "num_warmups"), 8);  // 2 x concurrency
+  EXPECT_LT(num(ixb(r), "median_queue_ms"), 1.0);
+  EXPECT_EQ(num(ixb(r), "num_warmups"), 8);  // 2 x concurrency
   ASSERT_EQ(run.requests.size(), 24u);
   for (const auto& q : run.requests) {
     EXPECT_TRUE(q.at("success").as_bool());
@@ -119,8 +126,8 @@ TEST(BenchServe, HttpErrorsAreCountedAndFailTheRunWithTheReportWritten) {
                     "10", "--num-warmups", "0"});
   EXPECT_EQ(run.process.exit_code, 1) << run.process.err;
   EXPECT_EQ(num(run.result, "failed"), 10);
-  EXPECT_EQ(num(run.result.at("error_counts").as_object(), "http_status"), 10);
-  const std::string example(run.result.at("error_examples").as_object().at("http_status").as_string());
+  EXPECT_EQ(num(ixb(run.result).at("error_counts").as_object(), "http_status"), 10);
+  const std::string example(ixb(run.result).at("error_examples").as_object().at("http_status").as_string());
   EXPECT_TRUE(example.starts_with("HTTP 429") || example.starts_with("HTTP 503")) << example;
   EXPECT_NE(run.process.err.find("10 of 10 requests failed"), std::string::npos) << run.process.err;
 }
@@ -146,10 +153,10 @@ TEST(BenchServe, StreamFaultsAreCountedByKind) {
     flags.insert(flags.end(), c.bench_flags.begin(), c.bench_flags.end());
     auto run = bench(*server, "fault_" + c.kind, flags);
     EXPECT_EQ(run.process.exit_code, 1) << c.kind << run.process.err;
-    ASSERT_TRUE(run.result.contains("error_counts")) << c.kind << run.process.err;
-    EXPECT_EQ(num(run.result.at("error_counts").as_object(), c.kind), 6)
-        << c.kind << " " << ix::json::to_string(run.result.at("error_counts"));
-    EXPECT_FALSE(run.result.at("error_examples").as_object().at(c.kind).as_string().empty());
+    ASSERT_TRUE(ixb(run.result).contains("error_counts")) << c.kind << run.process.err;
+    EXPECT_EQ(num(ixb(run.result).at("error_counts").as_object(), c.kind), 6)
+        << c.kind << " " << ix::json::to_string(ixb(run.result).at("error_counts"));
+    EXPECT_FALSE(ixb(run.result).at("error_examples").as_object().at(c.kind).as_string().empty());
     ASSERT_EQ(run.requests.size(), 6u);
     EXPECT_EQ(run.requests[0].at("error_kind").as_string(), c.kind);
   }
@@ -163,7 +170,7 @@ TEST(BenchServe, ShortOutputsAreReportedButSucceed) {
                     "6", "--num-warmups", "0"});
   EXPECT_EQ(run.process.exit_code, 0) << run.process.err;
   EXPECT_EQ(num(run.result, "completed"), 6);
-  EXPECT_EQ(num(run.result, "short_output_requests"), 6);
+  EXPECT_EQ(num(ixb(run.result), "short_output_requests"), 6);
 }
 
 TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
@@ -174,12 +181,12 @@ TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
                     "200", "--num-warmups", "0", "--seed", "5"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
   // Sends happen at the scheduled times (absolute schedule, no drift).
-  EXPECT_LT(num(run.result, "median_queue_ms"), 0.5);
+  EXPECT_LT(num(ixb(run.result), "median_queue_ms"), 0.5);
   // The tail may be late only by as much as the OS delayed the client's loop, which the client
   // measures and reports (on an oversubscribed machine, e.g. tests beside a parallel build).
-  const double lag_p99 = run.result.at("client").as_object().at("event_loop_lag_p99_ms").to_number<double>();
-  EXPECT_LT(num(run.result, "p99_queue_ms"), 5.0 + lag_p99) << "client loop lag p99 " << lag_p99 << " ms";
-  const auto& offsets = run.result.at("scheduled_offsets_ms").as_array();
+  const double lag_p99 = ixb(run.result).at("client").as_object().at("event_loop_lag_p99_ms").to_number<double>();
+  EXPECT_LT(num(ixb(run.result), "p99_queue_ms"), 5.0 + lag_p99) << "client loop lag p99 " << lag_p99 << " ms";
+  const auto& offsets = ixb(run.result).at("scheduled_offsets_ms").as_array();
   ASSERT_EQ(offsets.size(), 200u);
   const double last_s = offsets.back().as_double() / 1000.0;
   EXPECT_NEAR(last_s, 2.0, 0.45);  // 199 Poisson gaps of mean 10 ms
@@ -188,7 +195,7 @@ TEST(BenchServe, OpenLoopSendsOnTheSeededSchedule) {
   auto again = bench(*server, "open2",
                      {"--random-input-len", "16", "--random-output-len", "4", "--request-rate", "100", "--num-prompts",
                       "200", "--num-warmups", "0", "--seed", "5"});
-  EXPECT_EQ(ix::json::to_string(again.result.at("scheduled_offsets_ms")), ix::json::to_string(offsets));
+  EXPECT_EQ(ix::json::to_string(ixb(again.result).at("scheduled_offsets_ms")), ix::json::to_string(offsets));
   EXPECT_EQ(ix::json::to_string(again.result.at("input_lens")), ix::json::to_string(run.result.at("input_lens")));
 }
 
@@ -209,20 +216,20 @@ TEST(BenchServe, RampUpRaisesTheRateOverTheRunAsVllmDoes) {
   args.insert(args.end(), {"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "40", "--ramp-up-end-rps", "400"});
   auto run = bench(*server, "ramp", args);
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
-  EXPECT_EQ(run.result.at("ramp_up_strategy").as_string(), "linear");
-  EXPECT_EQ(num(run.result, "ramp_up_start_rps"), 40);
-  EXPECT_EQ(num(run.result, "ramp_up_end_rps"), 400);
+  EXPECT_EQ(ixb(run.result).at("ramp_up_strategy").as_string(), "linear");
+  EXPECT_EQ(num(ixb(run.result), "ramp_up_start_rps"), 40);
+  EXPECT_EQ(num(ixb(run.result), "ramp_up_end_rps"), 400);
   EXPECT_EQ(run.result.at("request_rate").as_string(), "inf");
   // The schedule: gaps of the first 50 requests (40-100 req/s) several times those of the last
   // 50 (340-400 req/s).
-  const auto& offsets = run.result.at("scheduled_offsets_ms").as_array();
+  const auto& offsets = ixb(run.result).at("scheduled_offsets_ms").as_array();
   ASSERT_EQ(offsets.size(), 300u);
   const double first = offsets[50].as_double() - offsets[0].as_double();
   const double last = offsets[299].as_double() - offsets[249].as_double();
   EXPECT_GT(first, 3 * last) << first << " ms vs " << last << " ms";
-  EXPECT_LT(num(run.result, "median_queue_ms"), 1.0);  // sent when due
+  EXPECT_LT(num(ixb(run.result), "median_queue_ms"), 1.0);  // sent when due
   // vLLM's rps_change_events: the start rate, then every whole rate passed, in order.
-  const auto& events = run.result.at("rps_change_events").as_array();
+  const auto& events = ixb(run.result).at("rps_change_events").as_array();
   ASSERT_EQ(events.size(), 361u);
   std::string previous;
   for (size_t i = 0; i < events.size(); ++i) {
@@ -239,9 +246,9 @@ TEST(BenchServe, RampUpRaisesTheRateOverTheRunAsVllmDoes) {
                      {"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "40", "--ramp-up-end-rps", "400"});
   auto exp_run = bench(*server, "ramp_exp", exponential);
   ASSERT_EQ(exp_run.process.exit_code, 0) << exp_run.process.err;
-  EXPECT_GT(exp_run.result.at("scheduled_offsets_ms").as_array().back().as_double(), offsets.back().as_double());
+  EXPECT_GT(ixb(exp_run.result).at("scheduled_offsets_ms").as_array().back().as_double(), offsets.back().as_double());
   auto again = bench(*server, "ramp_again", args);
-  EXPECT_EQ(ix::json::to_string(again.result.at("scheduled_offsets_ms")), ix::json::to_string(offsets));
+  EXPECT_EQ(ix::json::to_string(ixb(again.result).at("scheduled_offsets_ms")), ix::json::to_string(offsets));
 
   // vLLM's default file name for a ramp.
   const auto dir = scratch_dir("ramp_name");
@@ -366,15 +373,15 @@ TEST(BenchServe, StopsCleanlyWhenTheServerDiesAndKeepsWhatItMeasured) {
                    60.0);
   killer.join();
   EXPECT_EQ(run.process.exit_code, 1) << run.process.err;
-  ASSERT_TRUE(run.result.contains("invalid_reasons")) << run.process.err;
-  EXPECT_FALSE(run.result.at("run_valid").as_bool());
-  EXPECT_NE(ix::json::to_string(run.result.at("invalid_reasons")).find("exited"), std::string::npos);
+  ASSERT_TRUE(ixb(run.result).contains("invalid_reasons")) << run.process.err;
+  EXPECT_FALSE(ixb(run.result).at("run_valid").as_bool());
+  EXPECT_NE(ix::json::to_string(ixb(run.result).at("invalid_reasons")).find("exited"), std::string::npos);
   EXPECT_GT(num(run.result, "completed"), 4);
   EXPECT_LE(num(run.result, "completed") + num(run.result, "failed"), 400);
   // Nothing more is sent once the server refuses connections, even while its process is still
   // shutting down: the failures are the streams cut by the kill (4 in flight), not the
   // remaining requests burnt on refused connections (300+ before).
-  EXPECT_LT(num(run.result, "failed"), 20) << ix::json::to_string(run.result.at("error_counts"));
+  EXPECT_LT(num(run.result, "failed"), 20) << ix::json::to_string(ixb(run.result).at("error_counts"));
 }
 
 TEST(BenchServe, EveryBackendRunsEndToEndAgainstTheSimulator) {
@@ -399,7 +406,7 @@ TEST(BenchServe, EveryBackendRunsEndToEndAgainstTheSimulator) {
       total += len.to_number<double>();
     }
     EXPECT_EQ(num(run.result, "total_output_tokens"), total);
-    const auto& mismatch = run.result.at("output_token_mismatch").as_object();
+    const auto& mismatch = ixb(run.result).at("output_token_mismatch").as_object();
     EXPECT_EQ(num(mismatch, "compared_requests"), 8);
     EXPECT_EQ(num(mismatch, "mismatched_requests"), 0) << ix::json::to_string(mismatch);
   }
@@ -486,7 +493,7 @@ TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
                    {"--backend", "openai-chat", "--random-input-len", "200", "--random-output-len", "40",
                     "--max-concurrency", "4", "--num-prompts", "16", "--spec-acceptance-length", "2.5", "--profile"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
-  const auto& server_view = run.result.at("server_metrics").as_object();
+  const auto& server_view = ixb(run.result).at("server_metrics").as_object();
   EXPECT_NEAR(num(server_view, "spec_decode_acceptance_length"), 2.5, 0.35);
   EXPECT_EQ(num(server_view, "configured_acceptance_length"), 2.5);
   EXPECT_TRUE(server_view.contains("prefix_cache_hit_rate"));
@@ -494,8 +501,8 @@ TEST(BenchServe, ServerSideViewProfileAndExactChatPromptLengths) {
   // and generated exactly what the client counted.
   EXPECT_EQ(num(server_view, "prompt_tokens"), num(run.result, "total_input_tokens"));
   EXPECT_EQ(num(server_view, "generation_tokens"), num(run.result, "total_output_tokens"));
-  EXPECT_EQ(num(run.result, "profile_start"), 200);
-  EXPECT_EQ(num(run.result, "profile_stop"), 200);
+  EXPECT_EQ(num(ixb(run.result), "profile_start"), 200);
+  EXPECT_EQ(num(ixb(run.result), "profile_stop"), 200);
 }
 
 // Starts bench serve with the common flags plus `extra`, sends SIGINT after `after_ms`, and
@@ -506,9 +513,10 @@ struct Interrupted {
   std::optional<boost::json::value> result;
 };
 // Sends the signal after_ms after the launch, and not before the server has finished
-// after_finished more requests (a loaded machine can take seconds to start the client).
+// after_finished more requests (a loaded machine can take seconds to start the client); `times`
+// signals in a row (GNU timeout sends SIGTERM to the child and again to its process group).
 Interrupted interrupt_after(const ServerProcess& server, const std::string& name, std::vector<std::string> extra,
-                            int after_ms, int signal_number = SIGINT, int after_finished = 0) {
+                            int after_ms, int signal_number = SIGINT, int after_finished = 0, int times = 1) {
   const auto url = *ix::http::Url::parse(server.base_url());
   const double finished_before = after_finished > 0 ? finished_requests(url) : 0;
   const auto dir = scratch_dir(name);
@@ -546,7 +554,7 @@ Interrupted interrupt_after(const ServerProcess& server, const std::string& name
   while (after_finished > 0 && finished_requests(url) - finished_before < after_finished &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  kill(pid, signal_number);
+  for (int sent = 0; sent < times; ++sent) kill(pid, signal_number);
   const auto signalled = std::chrono::steady_clock::now();
   Interrupted out;
   waitpid(pid, &out.status, 0);
@@ -566,7 +574,7 @@ TEST(BenchServe, PlainPromptsReachTheServerWithExactlyTheDrawnLength) {
                    {"--backend", "vllm", "--random-input-len", "200", "--random-output-len", "10", "--max-concurrency",
                     "5", "--num-prompts", "20", "--num-warmups", "0"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
-  const auto& server_view = run.result.at("server_metrics").as_object();
+  const auto& server_view = ixb(run.result).at("server_metrics").as_object();
   EXPECT_EQ(num(server_view, "prompt_tokens"), num(run.result, "total_input_tokens"));
 }
 
@@ -575,18 +583,21 @@ TEST(BenchServe, CtrlCAndSigtermWriteWhatWasMeasured) {
   // the client and lose the whole run.
   auto server = start_server({"--fixed-ttft-ms", "5", "--fixed-itl-ms", "20"});
   ASSERT_TRUE(server);
-  for (const auto& [name, signal] : {std::pair{"sigint", SIGINT}, std::pair{"sigterm", SIGTERM}}) {
+  // Exit status 128 + the signal, as a shell reports it; a second signal (timeout(1) sends two) does
+  // not kill the process before the result is written.
+  for (const auto& [name, signal, times] : {std::tuple{"sigint", SIGINT, 1}, std::tuple{"sigterm", SIGTERM, 1},
+                                            std::tuple{"sighup", SIGHUP, 1}, std::tuple{"sigterm_twice", SIGTERM, 2}}) {
     SCOPED_TRACE(name);
     auto run = interrupt_after(*server, name,
                                {"--random-input-len", "16", "--random-output-len", "30", "--max-concurrency", "4",
                                 "--num-prompts", "400", "--num-warmups", "0"},
-                               0, signal, 8);
+                               0, signal, 8, times);
     ASSERT_TRUE(WIFEXITED(run.status)) << "killed by the signal instead of stopping cleanly";
-    EXPECT_EQ(WEXITSTATUS(run.status), 1);
+    EXPECT_EQ(WEXITSTATUS(run.status), 128 + signal);
     EXPECT_LT(run.exit_after_signal_s, 3.0);
     ASSERT_TRUE(run.result.has_value()) << "no result written after the signal";
     const auto& result = run.result->as_object();
-    EXPECT_NE(ix::json::to_string(result.at("invalid_reasons")).find("interrupted (Ctrl-C or SIGTERM)"),
+    EXPECT_NE(ix::json::to_string(ixb(result).at("invalid_reasons")).find("interrupted by a signal"),
               std::string::npos);
     // Signalled once the server had finished 8 (two waves of four): a fixed 2 s after the launch
     // saw only the first wave on a loaded machine, whose client took ~1.5 s to start.
@@ -604,7 +615,7 @@ TEST(BenchServe, CtrlCStopsAnOpenLoopRunAtOnceNotAtTheNextArrival) {
                               "--request-rate", "0.1", "--seed", "3", "--num-warmups", "0"},
                              500, SIGINT, 1);
   ASSERT_TRUE(WIFEXITED(run.status));
-  EXPECT_EQ(WEXITSTATUS(run.status), 1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 128 + SIGINT);
   EXPECT_LT(run.exit_after_signal_s, 3.0);
   ASSERT_TRUE(run.result.has_value()) << "no result written after Ctrl-C";
   EXPECT_GE(num(run.result->as_object(), "completed"), 1);
@@ -929,7 +940,7 @@ TEST(BenchServe, MetadataNeverReplacesAMeasurementAndWarmupsAreCounted) {
   ASSERT_TRUE(run.result.contains("tp")) << ix::json::to_string(run.result);
   EXPECT_EQ(run.result.at("tp").as_string(), "8");
   EXPECT_NE(run.process.err.find("--metadata completed"), std::string::npos) << run.process.err;
-  EXPECT_EQ(num(run.result, "num_warmups_excluded"), 4);
+  EXPECT_EQ(num(ixb(run.result), "num_warmups_excluded"), 4);
   // No p99 asked for: the summary does not print a made-up 0.
   EXPECT_EQ(run.process.out.find("P99"), std::string::npos) << run.process.out;
 }
@@ -1079,14 +1090,14 @@ TEST(BenchServe, VllmSamplingLabelAppendAndReadyCheckFlags) {
   }
   ASSERT_EQ(results.size(), 2u);
   for (const auto& result : results) {
-    EXPECT_EQ(result.at("label").as_string(), "nightly");
+    EXPECT_EQ(ixb(result).at("label").as_string(), "nightly");
     EXPECT_EQ(num(result, "completed"), 3);
     // What was sent: the flag, or the --extra-body entry that overrides it.
-    EXPECT_EQ(num(result.at("sampling_params").as_object(), "temperature"), 0.7);
-    EXPECT_EQ(num(result.at("sampling_params").as_object(), "top_k"), 7);
+    EXPECT_EQ(num(ixb(result).at("sampling_params").as_object(), "temperature"), 0.7);
+    EXPECT_EQ(num(ixb(result).at("sampling_params").as_object(), "top_k"), 7);
   }
-  EXPECT_GT(num(results[0], "ready_check_wait_s"), 1.5);  // retried once a second
-  EXPECT_LT(num(results[1], "ready_check_wait_s"), 1.0);  // ready at once
+  EXPECT_GT(num(ixb(results[0]), "ready_check_wait_s"), 1.5);  // retried once a second
+  EXPECT_LT(num(ixb(results[1]), "ready_check_wait_s"), 1.0);  // ready at once
 
   // The server saw the probes (1-token "Hello") and the measured requests, all with the
   // sampling fields: 1 + 3 requests per run after the two 503s.
@@ -1147,7 +1158,7 @@ TEST(BenchServe, HeadersGoWithEveryRequestAndOnlyTheirNamesIntoTheResult) {
   }
   std::ifstream in(dir / "runs.jsonl");
   const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(ix::json::to_string(appended_result(dir).at("extra_header_names")),
+  EXPECT_EQ(ix::json::to_string(ixb(appended_result(dir)).at("extra_header_names")),
             R"(["x-tenant", "X-Trace", "Authorization"])");
   EXPECT_EQ(text.find("c2VjcmV0"), std::string::npos) << "a header value reached the result";
   EXPECT_EQ(r.err.find("c2VjcmV0"), std::string::npos) << r.err;
@@ -1184,7 +1195,7 @@ TEST(BenchServe, RequestIdPrefixNamesEachMeasuredRequest) {
   }
   EXPECT_EQ(ids, (std::set<std::string>{"run7-0", "run7-1", "run7-2"}));
   EXPECT_EQ(without, 1);  // the ready-check probe is not a measured request
-  EXPECT_EQ(appended_result(dir).at("request_id_prefix").as_string(), "run7-");
+  EXPECT_EQ(ixb(appended_result(dir)).at("request_id_prefix").as_string(), "run7-");
   expect_refused(server, dir, {"--request-id-prefix", "a b"}, "--request-id-prefix 'a b' must be non-empty printable");
   expect_refused(server, dir, {"--request-id-prefix", ""}, "--request-id-prefix '' must be non-empty printable");
   expect_refused(server, dir, {"--request-id-prefix", "x-", "--header", "X-Request-Id=1"},
@@ -1213,7 +1224,7 @@ TEST(BenchServe, LoraModulesSpreadTheMeasuredRequestsOverTheAdapters) {
   EXPECT_EQ(first.at("sql-lora") + first.at("chat-lora"), 40);
   EXPECT_GE(first.at("sql-lora"), 10);
   EXPECT_GE(first.at("chat-lora"), 10);
-  EXPECT_EQ(ix::json::to_string(appended_result(dir).at("lora_modules")), R"(["sql-lora", "chat-lora"])");
+  EXPECT_EQ(ix::json::to_string(ixb(appended_result(dir)).at("lora_modules")), R"(["sql-lora", "chat-lora"])");
   // Seeded: the same run asks for each adapter as often again.
   auto again = ix::testing::run_ixbench(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -1231,10 +1242,28 @@ TEST(BenchServe, LogprobsAreAskedForInEveryCompletionsBody) {
   const auto bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 4u);  // probe + 3 measured
   for (const auto& body : bodies) EXPECT_EQ(num(body, "logprobs"), 2) << ix::json::to_string(body);
-  EXPECT_EQ(num(appended_result(dir), "logprobs"), 2);
+  EXPECT_EQ(num(ixb(appended_result(dir)), "logprobs"), 2);
   expect_refused(server, dir, {"--logprobs", "-1"}, "--logprobs must be >= 0, got -1");
   expect_refused(server, dir, {"--logprobs", "1", "--backend", "openai-chat"},
                  "--logprobs applies to the completions backends");
+  std::filesystem::remove_all(dir);
+}
+
+// --dsv4: DeepSeek-V4's encoding in thinking mode, as InferenceX's encoding_dsv4.encode_messages
+// renders one user message: BOS, the user marker, the text, the assistant marker and <think>.
+TEST(BenchServe, Dsv4PromptsAreDeepSeekV4sThinkingEncoding) {
+  LoadingServer server(/*loading_posts=*/0);
+  const auto dir = scratch_dir("dsv4");
+  auto r = run_vllm_flags(server, dir, {"--dsv4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 4u);  // probe + 3 measured
+  for (size_t i = 1; i < bodies.size(); ++i) {
+    const std::string prompt(bodies[i].at("prompt").as_string());
+    EXPECT_TRUE(prompt.starts_with("<｜begin▁of▁sentence｜><｜User｜>")) << prompt;
+    EXPECT_TRUE(prompt.ends_with("<｜Assistant｜><think>")) << prompt;
+  }
+  EXPECT_EQ(ixb(appended_result(dir)).at("chat_encoding").as_string(), "deepseek_v4");
   std::filesystem::remove_all(dir);
 }
 

@@ -308,3 +308,25 @@ TEST(ServeRunner, ExtraHeadersReplaceTheClientsOwnInPlace) {
 
 }  // namespace
 }  // namespace ix::bench
+
+namespace ix::bench {
+namespace {
+
+// --profile: InferenceX's client posts its completions body to /start_profile with SGLang's
+// profiler options merged in, and the plain body to /stop_profile.
+TEST(ServeRunner, ProfileBodiesAreInferenceXs) {
+  ServeRunnerOptions options;
+  options.model = "m";
+  options.backend = openai::Backend::kSglang;
+  options.measured = {{.prompt_len = 10, .output_len = 64}};
+  EXPECT_EQ(profile_request_body(options, true),
+            R"({"model": "m", "prompt": "Hello", "temperature": 0.0, "best_of": 1, "max_tokens": 64, )"
+            R"("logprobs": null, "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true, )"
+            R"("num_steps": 1, "merge_profiles": true, "profile_by_stage": true})");
+  EXPECT_EQ(profile_request_body(options, false),
+            R"({"model": "m", "prompt": "Hello", "temperature": 0.0, "best_of": 1, "max_tokens": 64, )"
+            R"("logprobs": null, "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true})");
+}
+
+}  // namespace
+}  // namespace ix::bench

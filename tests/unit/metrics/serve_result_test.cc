@@ -5,15 +5,23 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "common/json_io.h"
+#include "support/process_result_rules.h"
 #include "support/subprocess.h"
 
 namespace ix::metrics {
 namespace {
+
+// The "ixbench" object: everything beside the reference client's keys.
+const boost::json::object& own(const boost::json::object& result) {
+  return result.at("ixbench").as_object();
+}
 
 constexpr int64_t kMs = 1'000'000;
 
@@ -76,7 +84,7 @@ TEST(ServeResult, MetricsFollowVllmDefinitions) {
   EXPECT_EQ(num(out, "request_throughput"), 1.0);
   EXPECT_EQ(out.at("request_rate").as_string(), "inf");
   EXPECT_TRUE(out.at("request_goodput:").is_null());
-  EXPECT_TRUE(out.at("run_valid").as_bool());
+  EXPECT_TRUE(own(out).at("run_valid").as_bool());
 }
 
 TEST(ServeResult, BusiestSecondOfTokensAndRequestsAsVllm) {
@@ -117,14 +125,14 @@ TEST(ServeResult, FailuresAreCountedByKindAndExcludedFromLatency) {
   auto out = build_serve_result(records, basic_info());
   EXPECT_EQ(out.at("completed").as_int64(), 1);
   EXPECT_EQ(out.at("failed").as_int64(), 2);
-  EXPECT_EQ(out.at("num_warmups_excluded").as_int64(), 1);
-  EXPECT_EQ(out.at("error_counts").as_object().at("http_status").as_int64(), 2);
-  EXPECT_EQ(out.at("error_examples").as_object().at("http_status").as_string(), "HTTP 503: Service Unavailable");
+  EXPECT_EQ(own(out).at("num_warmups_excluded").as_int64(), 1);
+  EXPECT_EQ(own(out).at("error_counts").as_object().at("http_status").as_int64(), 2);
+  EXPECT_EQ(own(out).at("error_examples").as_object().at("http_status").as_string(), "HTTP 503: Service Unavailable");
   EXPECT_EQ(out.at("input_lens").as_array().size(), 3u);  // failed requests keep their prompt length
   EXPECT_EQ(out.at("output_lens").as_array().at(1).as_int64(), 0);
   EXPECT_EQ(out.at("total_input_tokens").as_int64(), 100);  // only completed requests, as vLLM
   EXPECT_NEAR(num(out, "mean_ttft_ms"), 100.0, 1e-9);
-  EXPECT_NEAR(num(out, "error_rate"), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(num(own(out), "error_rate"), 2.0 / 3.0, 1e-12);
 }
 
 TEST(ServeResult, GoodputCountsRequestsMeetingEverySlo) {
@@ -141,9 +149,9 @@ TEST(ServeResult, ScheduledTimeMetricsExposeCoordinatedOmission) {
   late.scheduled_ns = 0;  // the client sent 50 ms after the schedule
   auto out = build_serve_result({late}, basic_info());
   EXPECT_NEAR(num(out, "mean_ttft_ms"), 100.0, 1e-9);
-  EXPECT_NEAR(num(out, "mean_sched_ttft_ms"), 150.0, 1e-9);
-  EXPECT_NEAR(num(out, "mean_queue_ms"), 50.0, 1e-9);
-  EXPECT_NEAR(num(out, "mean_sched_e2el_ms"), 170.0, 1e-9);
+  EXPECT_NEAR(num(own(out), "mean_sched_ttft_ms"), 150.0, 1e-9);
+  EXPECT_NEAR(num(own(out), "mean_queue_ms"), 50.0, 1e-9);
+  EXPECT_NEAR(num(own(out), "mean_sched_e2el_ms"), 170.0, 1e-9);
 }
 
 TEST(ServeResult, MultiTokenChunksGivePerTokenItl) {
@@ -155,10 +163,10 @@ TEST(ServeResult, MultiTokenChunksGivePerTokenItl) {
   auto out = build_serve_result({r}, basic_info());
   EXPECT_NEAR(num(out, "mean_itl_ms"), 30.0, 1e-9);
   // gaps 30/3 (×3) and 30/2 (×2): mean = (30 + 30) / 5 = 12
-  EXPECT_NEAR(num(out, "mean_token_itl_ms"), 12.0, 1e-9);
-  EXPECT_NEAR(num(out, "mean_tokens_per_chunk"), 2.0, 1e-12);
+  EXPECT_NEAR(num(own(out), "mean_token_itl_ms"), 12.0, 1e-9);
+  EXPECT_NEAR(num(own(out), "mean_tokens_per_chunk"), 2.0, 1e-12);
   EXPECT_NEAR(num(out, "mean_tpot_ms"), 12.0, 1e-9);  // (160 − 100) / 5
-  const auto& mismatch = out.at("output_token_mismatch").as_object();
+  const auto& mismatch = own(out).at("output_token_mismatch").as_object();
   EXPECT_EQ(mismatch.at("mismatched_requests").as_int64(), 1);
   EXPECT_EQ(mismatch.at("server_output_tokens").as_int64(), 6);
 }
@@ -173,10 +181,11 @@ TEST(ServeResult, SaturatedClientMarksRunInvalid) {
   info.extra["invalid_reasons"] = boost::json::array{"server process exited"};
   info.extra["server_metrics"] = boost::json::object{{"prefix_cache_hit_rate", 0.5}};
   auto out = build_serve_result({timed_request(0, 0, 1, 1, 2)}, info);
-  EXPECT_FALSE(out.at("run_valid").as_bool());
-  EXPECT_EQ(out.at("invalid_reasons").as_array().size(), 2u);
-  EXPECT_TRUE(out.at("client").as_object().at("saturated").as_bool());
-  EXPECT_TRUE(out.contains("server_metrics"));
+  EXPECT_FALSE(own(out).at("run_valid").as_bool());
+  EXPECT_EQ(own(out).at("invalid_reasons").as_array().size(), 2u);
+  EXPECT_TRUE(own(out).at("client").as_object().at("saturated").as_bool());
+  EXPECT_TRUE(own(out).contains("server_metrics"));
+  EXPECT_FALSE(out.contains("server_metrics"));
 }
 
 TEST(ServeResult, KeysAndOrderMatchTheReferenceRawJson) {
@@ -195,6 +204,67 @@ TEST(ServeResult, KeysAndOrderMatchTheReferenceRawJson) {
     pos = static_cast<size_t>(it - ours.begin()) + 1;
     EXPECT_EQ(value.kind() == boost::json::kind::null, out.at(key).is_null()) << key;
   }
+}
+
+// Top level: the reference client's keys, vLLM's current numeric ones, and the "ixbench" object.
+TEST(ServeResult, TopLevelIsTheReferenceClientsKeysPlusVllmNumbers) {
+  const std::string path = ix::testing::shared_path("data/inferencex/examples/aggregate/raw.json");
+  if (path.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/inferencex/examples/aggregate/raw.json");
+  auto raw = ix::json::read_file(path);
+  ASSERT_TRUE(raw.has_value()) << raw.error().to_string();
+  std::set<std::string> expected = {"failed", "max_output_tokens_per_s", "max_concurrent_requests", "ixbench"};
+  for (const auto& [key, value] : raw->as_object()) expected.emplace(key);
+  ServeRunInfo info = basic_info();
+  info.client = ClientHealth{.worker_threads = 1};
+  info.extra["server_metrics"] = boost::json::object{{"prefix_cache_hit_rate", 0.5}};
+  info.extra["scheduler_ms"] = boost::json::array{};
+  auto out = build_serve_result({timed_request(0, 0, 100, 10, 4)}, info);
+  std::set<std::string> ours;
+  for (const auto& [key, value] : out) ours.emplace(key);
+  EXPECT_EQ(ours, expected);
+  EXPECT_EQ(own(out).at("schema_version").as_int64(), kServeResultSchemaVersion);
+  info.goodput_slo_ms["ttft"] = 500;
+  out = build_serve_result({timed_request(0, 0, 100, 10, 4)}, info);
+  EXPECT_TRUE(out.at("request_goodput").is_number());
+}
+
+// What InferenceX's process_result.py makes of the result: every key it reads as a number is
+// one, and the agg file gets exactly the reference's keys (the example agg, power keys aside).
+TEST(ServeResult, ProcessResultRulesGiveTheReferenceAggKeys) {
+  const std::string path = ix::testing::shared_path("data/inferencex/examples/aggregate");
+  if (path.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/inferencex/examples/aggregate");
+  std::set<std::string> reference;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    if (!entry.path().filename().string().starts_with("agg_")) continue;
+    auto agg = ix::json::read_file(entry.path());
+    ASSERT_TRUE(agg.has_value()) << agg.error().to_string();
+    for (const auto& [key, value] : agg->as_object()) reference.emplace(key);
+  }
+  ASSERT_FALSE(reference.empty());
+  reference.erase("power_metric_schema_version");
+  reference.erase("power_valid");
+  ServeRunInfo info = basic_info();
+  info.max_concurrency = 64;
+  info.client = ClientHealth{.worker_threads = 1};
+  auto out = build_serve_result({timed_request(0, 0, 100, 10, 4), timed_request(1, 5, 120, 12, 3)}, info);
+  auto keys = ix::testing::process_result_agg_keys(out);
+  ASSERT_TRUE(keys.has_value()) << keys.error().to_string();
+  EXPECT_EQ(*keys, reference);
+}
+
+// The rules check can fail: a list, a null or a zero where process_result.py reads a number.
+TEST(ServeResult, ProcessResultRulesRefuseWhatTheScriptCannotRead) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, boost::json::value>>{{"scheduled_offsets_ms", boost::json::array{1.0}},
+                                                               {"mean_queue_ms", nullptr},
+                                                               {"median_tpot_ms", 0.0},
+                                                               {"sampling_params", boost::json::object{}},
+                                                               {"p99_tpot_ms", "fast"}}) {
+    boost::json::object raw{{key, value}};
+    EXPECT_FALSE(ix::testing::process_result_metric_keys(raw).has_value()) << key;
+  }
+  boost::json::object fine{{"mean_ttft_ms", 1.5}, {"request_rate", "inf"}, {"p99_tpot_ms", "12.5"}};
+  EXPECT_TRUE(ix::testing::process_result_metric_keys(fine).has_value());
 }
 
 TEST(ServeResult, GoldenFile) {

@@ -1,10 +1,17 @@
 #include "openai/backend.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/json_io.h"
+#include "support/subprocess.h"
 
 namespace ix::openai {
 namespace {
@@ -24,17 +31,47 @@ TEST(Backend, NamesAndEndpoints) {
   EXPECT_EQ(default_endpoint(Backend::kOpenaiChat), "/v1/chat/completions");
 }
 
-TEST(Backend, CompletionsBodyMatchesVllmBenchmark) {
-  CompletionRequest r{.model = "m",
-                      .prompt = "hello",
-                      .max_tokens = 8,
-                      .ignore_eos = true,
-                      .continuous_usage = true,
-                      .extra_body = nullptr};
-  EXPECT_EQ(build_request_body(Backend::kVllm, r),
-            R"({"model": "m", "prompt": "hello", "temperature": 0.0, "repetition_penalty": 1.0, "max_tokens": 8, )"
-            R"("logprobs": null, "stream": true, "stream_options": {"include_usage": true, )"
-            R"("continuous_usage_stats": true}, "ignore_eos": true})");
+// The fields of InferenceX's client (utils/bench_serving/backend_request_func.py), in its order.
+TEST(Backend, BodiesCarryInferenceXsFieldsInItsOrder) {
+  const CompletionRequest r{.model = "m", .prompt = "hello", .max_tokens = 8, .ignore_eos = true};
+  auto keys_of = [](const std::string& body) {
+    std::vector<std::string> keys;
+    const boost::json::value parsed = boost::json::parse(body);
+    for (const auto& [key, value] : parsed.as_object()) keys.emplace_back(key);
+    return keys;
+  };
+  const std::vector<std::string> completions = {"model",    "prompt", "temperature",    "best_of",   "max_tokens",
+                                                "logprobs", "stream", "stream_options", "ignore_eos"};
+  const std::vector<std::string> chat = {"model",  "messages",       "temperature", "max_completion_tokens",
+                                         "stream", "stream_options", "ignore_eos"};
+  for (Backend b : {Backend::kVllm, Backend::kSglang, Backend::kOpenai, Backend::kTrt, Backend::kAtom})
+    EXPECT_EQ(keys_of(build_request_body(b, r)), completions) << backend_name(b);
+  EXPECT_EQ(keys_of(build_request_body(Backend::kOpenaiChat, r)), chat);
+  // continuous_usage_stats only where the engine is known to accept it.
+  for (Backend b : {Backend::kVllm, Backend::kSglang, Backend::kTrt}) EXPECT_TRUE(supports_continuous_usage(b));
+  for (Backend b : {Backend::kOpenai, Backend::kOpenaiChat, Backend::kAtom}) EXPECT_FALSE(supports_continuous_usage(b));
+}
+
+// Every backend's body as bench serve sends it by default (golden; IXBENCH_UPDATE_GOLDENS=1
+// rewrites it).
+TEST(Backend, RequestBodiesGolden) {
+  std::string text;
+  for (const char* name : {"vllm", "sglang", "openai", "openai-chat", "trt", "atom"}) {
+    const Backend b = *parse_backend(name);
+    const CompletionRequest r{.model = "deepseek-ai/DeepSeek-R1-0528",
+                              .prompt = "hello",
+                              .max_tokens = 1024,
+                              .ignore_eos = true,
+                              .continuous_usage = supports_continuous_usage(b)};
+    text += fmt::format("{} {}\n{}\n", name, default_endpoint(b), build_request_body(b, r));
+  }
+  const std::string golden = ix::testing::source_path("tests/data/openai/request_bodies.golden");
+  if (std::getenv("IXBENCH_UPDATE_GOLDENS")) std::ofstream(golden) << text;
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "missing " << golden << " (run with IXBENCH_UPDATE_GOLDENS=1)";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  EXPECT_EQ(text, buffer.str());
 }
 
 TEST(Backend, LogprobsGoIntoCompletionsBodies) {

@@ -1,0 +1,141 @@
+// `ixbench bench serve` as a drop-in for InferenceX's client: the exact command line
+// run_benchmark_serving (benchmarks/benchmark_lib.sh) builds, with benchmark_serving.py replaced
+// by ixbench, against the real simulator; the result is held to the rules InferenceX's
+// utils/process_result.py applies to it.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/json_io.h"
+#include "support/process_result_rules.h"
+#include "support/server_process.h"
+#include "support/subprocess.h"
+
+namespace ix {
+namespace {
+
+constexpr const char* kModel = "deepseek-ai/DeepSeek-R1-0528";
+
+// run_benchmark_serving's argv after `python3 benchmark_serving.py`, in its order (conc 4, ISL
+// 256, OSL 16, 8 prompts), with the optional flags appended as it appends them.
+std::vector<std::string> inferencex_command(int port, const std::filesystem::path& dir, const std::string& backend,
+                                            const std::vector<std::string>& optional) {
+  std::vector<std::string> argv = {"bench",
+                                   "serve",
+                                   "--model",
+                                   kModel,
+                                   "--backend",
+                                   backend,
+                                   "--base-url",
+                                   "http://0.0.0.0:" + std::to_string(port),
+                                   "--dataset-name",
+                                   "random",
+                                   "--random-input-len",
+                                   "256",
+                                   "--random-output-len",
+                                   "16",
+                                   "--random-range-ratio",
+                                   "0.8",
+                                   "--num-prompts",
+                                   "8",
+                                   "--max-concurrency",
+                                   "4",
+                                   "--request-rate",
+                                   "inf",
+                                   "--ignore-eos",
+                                   "--save-result",
+                                   "--num-warmups",
+                                   "8",
+                                   "--percentile-metrics",
+                                   "ttft,tpot,itl,e2el",
+                                   "--result-dir",
+                                   dir.string(),
+                                   "--result-filename",
+                                   "result.json"};
+  argv.insert(argv.end(), optional.begin(), optional.end());
+  return argv;
+}
+
+// The keys process_result.py writes for the reference result (the example agg, power aside), or
+// empty when the shared data is absent.
+std::set<std::string> reference_agg_keys() {
+  const std::string dir = ix::testing::shared_path("data/inferencex/examples/aggregate");
+  std::set<std::string> keys;
+  if (dir.empty()) return keys;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.path().filename().string().starts_with("agg_")) continue;
+    if (auto agg = ix::json::read_file(entry.path()); agg && agg->is_object())
+      for (const auto& [key, value] : agg->as_object()) keys.emplace(key);
+  }
+  keys.erase("power_metric_schema_version");
+  keys.erase("power_valid");
+  return keys;
+}
+
+struct Variant {
+  const char* name;
+  const char* backend;
+  std::vector<std::string> optional;
+};
+
+TEST(InferenceXClient, EveryCommandLineVariantRunsAndFeedsProcessResult) {
+  auto server = ix::testing::ServerProcess::start({"--model", kModel, "--hardware", "h200", "--tp", "8"});
+  ASSERT_TRUE(server.has_value()) << server.error().to_string();
+  const std::set<std::string> reference = reference_agg_keys();
+  const std::vector<Variant> variants = {
+      {"plain", "vllm", {}},
+      {"trust_remote_code", "vllm", {"--trust-remote-code"}},
+      {"chat_template", "vllm", {"--use-chat-template"}},
+      {"dsv4", "vllm", {"--use-chat-template", "--dsv4"}},
+      {"dsv4_mode",
+       "vllm",
+       {"--use-chat-template", "--dsv4", "--trust-remote-code", "--tokenizer-mode", "deepseek_v4"}},
+      {"endpoint", "openai", {"--endpoint", "/v1/completions"}},
+      {"sglang_profile", "sglang", {"--profile"}},
+      {"chat", "openai-chat", {"--endpoint", "/v1/chat/completions", "--use-chat-template"}},
+      {"tokenizer_dir", "vllm", {"--tokenizer", "deepseek_v3", "--tokenizer-mode", "auto"}},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("ixbench_inferencex_" + std::string(v.name) + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    auto run = ix::testing::run_ixbench(inferencex_command((*server)->port(), dir, v.backend, v.optional), "", 120);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.signal, 0);
+    auto raw = ix::json::read_file(dir / "result.json");
+    ASSERT_TRUE(raw.has_value() && raw->is_object()) << run.err;
+    const auto& result = raw->as_object();
+    EXPECT_EQ(result.at("completed").as_int64(), 8);
+    auto agg_keys = ix::testing::process_result_agg_keys(result);
+    ASSERT_TRUE(agg_keys.has_value()) << agg_keys.error().to_string();
+    if (!reference.empty()) EXPECT_EQ(*agg_keys, reference);
+    const auto& own = result.at("ixbench").as_object();
+    // Prompts have exactly the drawn length as the server counts them, whatever the framing.
+    const auto& server_view = own.at("server_metrics").as_object();
+    if (std::string(v.backend) != "openai-chat")
+      EXPECT_EQ(server_view.at("prompt_tokens").to_number<double>(),
+                result.at("total_input_tokens").to_number<double>());
+    if (std::string(v.name).starts_with("dsv4")) EXPECT_EQ(own.at("chat_encoding").as_string(), "deepseek_v4");
+    if (std::string(v.name) == "sglang_profile") EXPECT_EQ(own.at("profile_start").to_number<int64_t>(), 200);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(InferenceXClient, UnknownTokenizerModesAndMistralAreRefusedClearly) {
+  auto bad = ix::testing::run_ixbench({"bench", "serve", "--model", kModel, "--tokenizer-mode", "fast"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--tokenizer-mode 'fast': use one of auto, hf, slow, custom, mistral, deepseek_v4"),
+            std::string::npos)
+      << bad.err;
+  auto mistral = ix::testing::run_ixbench({"bench", "serve", "--model", kModel, "--tokenizer-mode", "mistral"});
+  EXPECT_EQ(mistral.exit_code, 1);
+  EXPECT_NE(mistral.err.find("--tokenizer-from-server"), std::string::npos) << mistral.err;
+}
+
+}  // namespace
+}  // namespace ix
