@@ -74,7 +74,7 @@ struct BenchServeOptions {
   uint64_t seed = 0;
   double request_timeout_s = 600.0;
   int max_retries = 0;
-  int threads = 0;                  // 0 = auto: one per 1024 concurrent streams, up to a quarter of the cores
+  int threads = 0;                  // 0 = auto: one per 64 concurrent streams, up to a quarter of the cores
   std::optional<pid_t> server_pid;  // watched when set; must name a live process at start
   bool profile = false;
   bool scrape_metrics = true;

@@ -409,7 +409,7 @@ Result<void> plan_prompts(const BenchServeOptions& o, ServePlan& plan) {
 int auto_threads(std::optional<int64_t> concurrency, unsigned cores) {
   const int64_t usable = std::max<int64_t>(1, static_cast<int64_t>(cores) / 4);
   const int64_t c = concurrency.value_or(1024);
-  return static_cast<int>(std::clamp<int64_t>((c + 255) / 256, 1, usable));
+  return static_cast<int>(std::clamp<int64_t>((c + 63) / 64, 1, usable));
 }
 
 Result<ServePlan> plan_serve(const BenchServeOptions& o) {

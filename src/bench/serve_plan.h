@@ -51,9 +51,11 @@ struct ServePlan {
 // what it takes.
 Result<ServePlan> plan_serve(const BenchServeOptions& options);
 
-// Client event-loop threads for --threads 0: one per 256 concurrent streams (one loop thread
-// carries ~1.8 M events/s; a quarter of that per thread keeps headroom at any ITL), at most a
-// quarter of the cores (the server under test often shares the host).
+// Client event-loop threads for --threads 0: one per 64 concurrent streams, at most a quarter of
+// the cores (the server under test often shares the host). Measured on a 16-core host against
+// `sim serve --no-delay` (bench/client_threads.sh, docs/performance.md): one thread carries
+// ~1.0-1.4 M tokens/s at 256-4096 streams, four 3.3-4.2 M, so every stream count from 256 up
+// gains from the full allowance.
 int auto_threads(std::optional<int64_t> concurrency, unsigned cores);
 
 }  // namespace ix::bench

@@ -88,9 +88,11 @@ TEST(ServeOutput, ResultFileNameIsVllms) {
 TEST(ServePlan, AutoThreadsFollowCoresAndConcurrency) {
   EXPECT_EQ(auto_threads(1024, 2), 1);
   EXPECT_EQ(auto_threads(16, 16), 1);
-  EXPECT_EQ(auto_threads(256, 16), 1);
-  EXPECT_EQ(auto_threads(512, 16), 2);
+  EXPECT_EQ(auto_threads(64, 16), 1);
+  EXPECT_EQ(auto_threads(128, 16), 2);
+  EXPECT_EQ(auto_threads(256, 16), 4);
   EXPECT_EQ(auto_threads(1024, 16), 4);
+  EXPECT_EQ(auto_threads(1024, 64), 16);
   EXPECT_EQ(auto_threads(std::nullopt, 16), 4);
 }
 
