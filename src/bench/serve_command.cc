@@ -437,13 +437,25 @@ void log_start(const BenchServeOptions& o, const ServePlan& plan, const ServeRun
             plan.threads);
 }
 
+// Exit status for a stop signal that arrived before anything was measured (nothing to write).
+std::optional<int> stopped_before_run() {
+  const int sig = g_stop_signal.load();
+  if (sig == 0) return std::nullopt;
+  log::error("bench serve: stopped by signal {} before the run started (nothing was measured)", sig);
+  return 128 + sig;
+}
+
 }  // namespace
 
 Result<int> run_bench_serve(const BenchServeOptions& o) {
   const int64_t launch_ns = SteadyClock().now_ns();
+  // From the start: a signal while the tokenizer loads or the server is awaited ends the command
+  // with 128 + the signal, like one during the run.
+  StopSignalScope stop_signals;
   auto plan = plan_serve(o);
   if (!plan) return std::unexpected(plan.error());
   auto workload = prepare_workload(o, *plan);
+  if (auto stopped = stopped_before_run()) return *stopped;
   if (!workload) return std::unexpected(workload.error());
   if (plan->save) {
     if (auto dir = result_directory(o.result_dir, o.result_filename); !dir) return std::unexpected(dir.error());
@@ -451,13 +463,14 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   ServeRunnerOptions run = runner_options(o, *plan, **workload);
   log_start(o, *plan, run);
 
-  StopSignalScope stop_signals;
   RunTimings timings{.tokenizer_load_s = (*workload)->tokenizer_load_s, .ready_checked = o.ready_check_timeout_s > 0};
   if (timings.ready_checked) {
     auto waited = wait_until_ready(run, o.ready_check_timeout_s);
+    if (auto stopped = stopped_before_run()) return *stopped;
     if (!waited) return std::unexpected(waited.error());
     timings.ready_wait_s = *waited;
   }
+  if (auto stopped = stopped_before_run()) return *stopped;
   // Launch to the first request, without the wait for the server (--ready-check-timeout-sec).
   timings.startup_s = static_cast<double>(SteadyClock().now_ns() - launch_ns) / 1e9 - timings.ready_wait_s;
   auto output = run_serve(run);

@@ -53,7 +53,7 @@ struct BenchServeOptions {
   std::optional<int64_t> ramp_up_end_rps;
   std::optional<int64_t> num_warmups;  // default 2 · max_concurrency, else 0
   bool ignore_eos = true;
-  bool continuous_usage = true;  // ask for usage in every chunk (vllm, sglang, trt, atom backends)
+  bool continuous_usage = true;  // ask for usage in every chunk (vllm, sglang and trt backends)
   bool use_chat_template = false;
   bool dsv4 = false;                    // DeepSeek-V4's encoding, thinking mode (implies the chat template)
   std::string tokenizer_mode = "auto";  // vLLM's values; deepseek_v4 selects DeepSeek-V4's encoding

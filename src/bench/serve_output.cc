@@ -141,6 +141,10 @@ int exit_status(const BenchServeOptions& o, const RunVerdict& v, const boost::js
     }
     status = 1;
   }
+  if (v.server_lost) {
+    log::error("bench serve: the server under test went away during the run (see invalid_reasons)");
+    status = 1;
+  }
   if (!v.run_valid) {
     // Printed in the summary too; the exit status follows it only when asked.
     log::warn("bench serve: RUN INVALID: {}{}", json::to_string(own.at("invalid_reasons")),

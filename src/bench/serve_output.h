@@ -36,11 +36,13 @@ struct RunVerdict {
   int64_t completed = 0;
   int64_t failed = 0;
   bool run_valid = true;
-  int stop_signal = 0;  // the signal that stopped the run; 0 when none did
+  int stop_signal = 0;       // the signal that stopped the run; 0 when none did
+  bool server_lost = false;  // the watched server (--server-pid) exited or refused connections
 };
 
-// The exit status of a written run (serve_command.h): 128 + stop_signal, 1 on too many failures
-// or none completed, 1 on an invalid mark only with options.fail_on_invalid, else 0. Logs why.
+// The exit status of a written run (serve_command.h): 128 + stop_signal, 1 on too many failures,
+// none completed or a lost server, 1 on an invalid mark only with options.fail_on_invalid, else 0.
+// Logs why.
 int exit_status(const BenchServeOptions& options, const RunVerdict& verdict, const boost::json::object& result);
 
 }  // namespace ix::bench

@@ -913,6 +913,10 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
 
   if (stopped) {
     out.stopped_early = true;
+    {
+      std::lock_guard lock(shared.error_mutex);
+      out.server_lost = options.server_pid > 0 && (!process_alive(options.server_pid) || shared.server_gone);
+    }
     out.invalid_reasons.push_back(*stopped);
   }
   const int64_t waits = shared.prompt_waits.load();

@@ -124,6 +124,7 @@ struct ServeRunnerOutput {
   int64_t warmup_failed = 0;
   int64_t warmup_done = 0;  // warmup requests that finished (ok or failed)
   bool stopped_early = false;
+  bool server_lost = false;  // stopped because the watched server exited or refused connections
   // A client-side error that stopped the run midway (a prompt that could not be made): the run
   // is returned with what was measured before it (stopped_early, the message in
   // invalid_reasons), so the caller can keep that and still fail.

@@ -102,7 +102,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--frequency-penalty", o->frequency_penalty, "frequency penalty sent in requests");
   cmd->add_option("--presence-penalty", o->presence_penalty, "presence penalty sent in requests");
   cmd->add_option("--repetition-penalty", o->repetition_penalty,
-                  "repetition penalty sent in requests (completions backends send 1 when not given)");
+                  "repetition penalty sent in requests (server default when not given)");
   cmd->add_option("--label", o->label, "label of the result (\"label\" field, file-name prefix; default: --backend)");
   cmd->add_flag("--append-result", o->append_result,
                 "append the result as one JSON line to the result file (kept results stay; implies --save-result)");
@@ -125,7 +125,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
                 "accepted for vLLM compatibility and recorded (the native tokenizers run no model code)");
   cmd->add_flag("--no-continuous-usage-stats", flags->no_continuous_usage,
                 "do not ask for usage in every chunk (stream_options.continuous_usage_stats, sent by default to "
-                "vllm/sglang/trt/atom for tokens per chunk; vLLM's and InferenceX's clients do not send it)");
+                "vllm/sglang/trt for tokens per chunk; vLLM's and InferenceX's clients do not send it)");
 
   registry.on_run(cmd, [flags] {
     bench::BenchServeOptions& options = flags->options;

@@ -396,7 +396,7 @@ std::string format_serve_summary(const boost::json::object& result) {
     line_f("Mean tokens per chunk:", num("mean_tokens_per_chunk"));
   }
   if (const auto* v = own.if_contains("run_valid"); v && v->is_bool() && !v->as_bool()) {
-    out += "RUN INVALID (the client's own delay reached the measurements):";
+    out += "RUN INVALID:";
     for (const auto& reason : own.at("invalid_reasons").as_array()) {
       out += fmt::format(" {};", std::string_view(reason.as_string()));
     }

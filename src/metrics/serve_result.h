@@ -68,7 +68,7 @@ struct ClientHealth {
   double event_loop_lag_p50_ms = 0.0;
   double event_loop_lag_p99_ms = 0.0;
   double event_loop_lag_max_ms = 0.0;
-  double cpu_utilization = 0.0;  // process CPU seconds / (wall seconds · worker threads)
+  double cpu_utilization = 0.0;  // the busiest worker thread's busy fraction of the run
   int worker_threads = 0;
   // The client's own delay as it reached the measurements: sends later than scheduled (p90, the
   // closed loop's first wave excluded), and that delay as a share of the median request's life

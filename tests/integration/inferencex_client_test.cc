@@ -2,12 +2,18 @@
 // run_benchmark_serving (benchmarks/benchmark_lib.sh) builds, with benchmark_serving.py replaced
 // by ixbench, against the real simulator; the result is held to the rules InferenceX's
 // utils/process_result.py applies to it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/json_io.h"
@@ -135,6 +141,37 @@ TEST(InferenceXClient, UnknownTokenizerModesAndMistralAreRefusedClearly) {
   auto mistral = ix::testing::run_ixbench({"bench", "serve", "--model", kModel, "--tokenizer-mode", "mistral"});
   EXPECT_EQ(mistral.exit_code, 1);
   EXPECT_NE(mistral.err.find("--tokenizer-from-server"), std::string::npos) << mistral.err;
+}
+
+// A signal before anything is measured (here while waiting for a server that never answers)
+// ends the command with 128 + the signal and no result file, as during the run.
+TEST(InferenceXClient, ASignalBeforeTheRunExitsWith128PlusTheSignal) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ixbench_early_signal_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<std::string> args = {
+      IXBENCH_BINARY, "bench",         "serve",         "--base-url", "http://127.0.0.1:1",
+      "--model",      kModel,          "--num-prompts", "4",          "--ready-check-timeout-sec",
+      "60",           "--save-result", "--result-dir",  dir.string(), "--result-filename",
+      "result.json",  "--no-progress"};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal";
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_FALSE(std::filesystem::exists(dir / "result.json"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

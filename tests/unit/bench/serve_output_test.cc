@@ -33,6 +33,8 @@ TEST(ServeOutput, ExitStatusIsInferenceXs) {
   EXPECT_EQ(
       exit_status(o, {.completed = 50, .failed = 4, .run_valid = false, .stop_signal = SIGTERM}, result_with(false)),
       143);
+  EXPECT_EQ(
+      exit_status(o, {.completed = 100, .failed = 1, .run_valid = false, .server_lost = true}, result_with(false)), 1);
   o.fail_on_invalid = true;
   EXPECT_EQ(exit_status(o, {.completed = 100, .failed = 0, .run_valid = false}, result_with(false)), 1);
   EXPECT_EQ(exit_status(o, {.completed = 100, .failed = 0, .run_valid = true}, result_with(true)), 0);
