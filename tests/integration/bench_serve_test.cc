@@ -538,17 +538,7 @@ Interrupted interrupt_after(const ServerProcess& server, const std::string& name
                                    "--client-lag-threshold-ms",
                                    "1000"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  const pid_t pid = ix::testing::spawn_quiet(args);
   std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (after_finished > 0 && finished_requests(url) - finished_before < after_finished &&

@@ -153,17 +153,7 @@ TEST(InferenceXClient, ASignalBeforeTheRunExitsWith128PlusTheSignal) {
       "--model",      kModel,          "--num-prompts", "4",          "--ready-check-timeout-sec",
       "60",           "--save-result", "--result-dir",  dir.string(), "--result-filename",
       "result.json",  "--no-progress"};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  const pid_t pid = ix::testing::spawn_quiet(args);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   kill(pid, SIGTERM);
   int status = 0;

@@ -102,6 +102,21 @@ ProcessResult run_ixbench(const std::vector<std::string>& args, const std::strin
   return run_process(argv, input, timeout_s);
 }
 
+pid_t spawn_quiet(std::vector<std::string> argv) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    std::vector<char*> pointers;
+    for (auto& a : argv) pointers.push_back(a.data());
+    pointers.push_back(nullptr);
+    execv(pointers[0], pointers.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 std::string source_path(const std::string& relative) {
   return std::string(IXBENCH_SOURCE_DIR) + "/" + relative;
 }

@@ -2,6 +2,8 @@
 // Used by integration tests to drive the real `ixbench` binary.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
 
 // Runs the ixbench binary built alongside the tests with the given arguments.
 ProcessResult run_ixbench(const std::vector<std::string>& args, const std::string& input = "", double timeout_s = 60.0);
+
+// Starts argv (argv[0] a path) in the background with stdout and stderr on /dev/null and returns
+// its pid, for tests that signal a running command; the caller waits for it (waitpid).
+pid_t spawn_quiet(std::vector<std::string> argv);
 
 // Path under the project's source tree.
 std::string source_path(const std::string& relative);
