@@ -146,8 +146,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       "tokenize", "Tokenize stdin with a model's tokenizer (or --decode ids), exactly as HF tokenizers would");
   auto options = std::make_shared<TokenizeOptions>();
   cmd->add_option("--tokenizer", options->tokenizer,
-                  "tokenizer.json, a directory holding it, or a model name (deepseek-ai/DeepSeek-R1-0528, "
-                  "Qwen/Qwen3-..., meta-llama/Llama-3.1-70B, openai/gpt-oss-120b, ...)")
+                  "tokenizer.json, a directory holding it, or a model id found in $MODEL_PATH, /models or the "
+                  "Hugging Face cache (packaged: deepseek_v3, qwen3, llama3_1, gptoss and the ids of "
+                  "docs/tokenizer.md)")
       ->required();
   auto* ids = cmd->add_flag("--ids", options->ids, "print the ids on one line, space-separated");
   auto* count = cmd->add_flag("--count", options->count, "print only the number of tokens");

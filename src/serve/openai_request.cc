@@ -400,6 +400,42 @@ std::expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view
   auto add_special = get_bool(object, "add_special_tokens");
   if (!add_special) return std::unexpected(add_special.error());
   request.add_special_tokens = add_special->value_or(!request.is_chat);
+  auto token_strs = get_bool(object, "return_token_strs");
+  if (!token_strs) return std::unexpected(token_strs.error());
+  request.return_token_strs = token_strs->value_or(false);
+  if (request.is_chat) {
+    auto generation_prompt = get_bool(object, "add_generation_prompt");
+    if (!generation_prompt) return std::unexpected(generation_prompt.error());
+    auto continue_final = get_bool(object, "continue_final_message");
+    if (!continue_final) return std::unexpected(continue_final.error());
+    // vLLM's check_generation_prompt looks at the fields as sent.
+    if (continue_final->value_or(false) && generation_prompt->value_or(false)) {
+      return bad("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+    }
+    if (continue_final->value_or(false)) {
+      return bad("'continue_final_message' is not supported: ixbench sim serve renders complete turns only",
+                 "continue_final_message");
+    }
+    request.add_generation_prompt = generation_prompt->value_or(true);
+  }
+  return request;
+}
+
+std::expected<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_view body) {
+  auto object_or = parse_object(body);
+  if (!object_or) return std::unexpected(object_or.error());
+  const bj::object& object = *object_or;
+  DetokenizeRequest request;
+  if (const bj::value* model = present(object, "model")) {
+    if (!model->is_string()) return wrong_type("model", "a string", *model);
+    request.model = std::string(model->get_string());
+  }
+  const bj::value* tokens = present(object, "tokens");
+  if (tokens == nullptr) return bad("missing required field 'tokens'", "tokens");
+  if (!tokens->is_array()) return wrong_type("tokens", "an array of token ids (integers)", *tokens);
+  auto ids = token_ids(tokens->get_array(), "tokens", "an array of token ids (integers)");
+  if (!ids) return std::unexpected(ids.error());
+  request.tokens = std::move(*ids);
   return request;
 }
 

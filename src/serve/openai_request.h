@@ -1,6 +1,6 @@
-// OpenAI request bodies (/v1/completions, /v1/chat/completions, /tokenize) parsed into typed
-// values, with the errors a client gets back: HTTP status, OpenAI error type and a message naming
-// the field, as vLLM words them where it has a wording.
+// OpenAI request bodies (/v1/completions, /v1/chat/completions, /tokenize, /detokenize) parsed into
+// typed values, with the errors a client gets back: HTTP status, OpenAI error type and a message
+// naming the field, as vLLM words them where it has a wording.
 //
 // Accepted (a field not listed here is ignored, as vLLM ignores fields it does not know):
 //   completions  prompt: non-empty string | [token ids] | [one string] | [[token ids]] (one prompt
@@ -77,9 +77,23 @@ struct TokenizeRequest {
   std::optional<std::vector<int32_t>> prompt_ids;
   std::vector<ChatTurn> messages;  // when the body has "messages"
   bool is_chat = false;
-  bool add_special_tokens = true;  // default: true for a prompt, false for messages (vLLM)
+  bool add_special_tokens = true;     // default: true for a prompt, false for messages (vLLM)
+  bool add_generation_prompt = true;  // messages only (vLLM's default: true)
+  bool return_token_strs = false;     // also answer "token_strs" (the ids' vocabulary strings)
 };
 
+// /tokenize: {"prompt": string | [ids], "add_special_tokens"?, "return_token_strs"?} or
+// {"messages": [...], "add_generation_prompt"? (default true), "add_special_tokens"? (default
+// false), "return_token_strs"?}; "continue_final_message": true is refused (together with
+// add_generation_prompt: true in vLLM's words), as the chat templates render complete turns only.
 std::expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body);
+
+struct DetokenizeRequest {
+  std::optional<std::string> model;  // checked like a completion's
+  std::vector<int32_t> tokens;       // may be empty (decodes to "")
+};
+
+// /detokenize: {"model"?: string, "tokens": [ids]}; ids are integers in [0, 2^31) (vLLM: >= 0).
+std::expected<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_view body);
 
 }  // namespace ix::serve

@@ -655,10 +655,10 @@ class Router {
       response.body = state_.metrics.render(state_.engine->metrics(), state_.options.model_name);
       return response;
     }
-    if (path == "/tokenize") {
+    if (path == "/tokenize" || path == "/detokenize") {
       if (!allow({"POST"})) return not_allowed("POST");
       if (auto refused = refuse_media_type(request)) return std::move(*refused);
-      return tokenize(request);
+      return path == "/tokenize" ? tokenize(request) : detokenize(request);
     }
     if (path == "/start_profile" || path == "/stop_profile") {
       // Not HEAD: a HEAD must not open or close a profiling window.
@@ -739,30 +739,36 @@ class Router {
     return response;
   }
 
+  // Every id must be in the tokenizer's vocabulary when one is loaded (vLLM: "Token id ... is out
+  // of vocabulary").
+  std::optional<ApiError> check_vocabulary(const std::vector<int32_t>& ids, std::string_view field) const {
+    auto vocab = state_.codec->vocab_size();
+    if (!vocab) return std::nullopt;
+    for (int32_t id : ids) {
+      if (id >= *vocab) {
+        return ApiError{400, "BadRequestError",
+                        fmt::format("Token id {} is out of vocabulary: the served model's tokenizer has ids 0..{} "
+                                    "(field '{}')",
+                                    id, *vocab - 1, field),
+                        std::string(field)};
+      }
+    }
+    return std::nullopt;
+  }
+
   // Token ids of a prompt: given ids as they are (each must be in the tokenizer's vocabulary when
   // one is loaded), text and chat messages through the codec.
   std::expected<std::vector<int32_t>, ApiError> prompt_ids(const std::optional<std::string>& text,
                                                            const std::optional<std::vector<int32_t>>& ids,
                                                            const std::vector<ChatTurn>& messages, bool chat,
-                                                           bool add_special_tokens) {
+                                                           bool add_special_tokens, bool add_generation_prompt = true) {
     std::vector<int32_t> out;
     if (chat) {
-      auto rendered = state_.codec->render_chat(messages);
+      auto rendered = state_.codec->render_chat(messages, add_generation_prompt);
       if (!rendered) return std::unexpected(ApiError{400, "BadRequestError", rendered.error().message(), "messages"});
       state_.codec->encode(*rendered, add_special_tokens, out);
     } else if (ids) {
-      if (auto vocab = state_.codec->vocab_size()) {
-        for (int32_t id : *ids) {
-          if (id >= *vocab) {
-            return std::unexpected(ApiError{
-                400, "BadRequestError",
-                fmt::format("Token id {} is out of vocabulary: the served model's tokenizer has ids 0..{} (field "
-                            "'prompt')",
-                            id, *vocab - 1),
-                "prompt"});
-          }
-        }
-      }
+      if (auto refused = check_vocabulary(*ids, "prompt")) return std::unexpected(std::move(*refused));
       out = *ids;
     } else if (text) {
       state_.codec->encode(*text, add_special_tokens, out);
@@ -775,11 +781,43 @@ class Router {
     if (!parsed) return error_response(parsed.error());
     if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
     auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat,
-                          parsed->add_special_tokens);
+                          parsed->add_special_tokens, parsed->add_generation_prompt);
     if (!ids) return error_response(ids.error());
-    std::string body = fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}]}})", ids->size(),
-                                   state_.engine->max_model_len(), fmt::join(*ids, ","));
+    // vLLM's TokenizeResponse: count, max_model_len, tokens, token_strs (null unless asked for).
+    std::string token_strs = "null";
+    if (parsed->return_token_strs) {
+      if (!state_.codec->vocab_size()) return no_vocabulary("return_token_strs");
+      token_strs = "[";
+      for (size_t index = 0; index < ids->size(); ++index) {
+        if (index > 0) token_strs += ',';
+        token_strs += '"' + json_escape(state_.codec->token_string((*ids)[index]).value_or("")) + '"';
+      }
+      token_strs += ']';
+    }
+    std::string body = fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}],"token_strs":{}}})", ids->size(),
+                                   state_.engine->max_model_len(), fmt::join(*ids, ","), token_strs);
     return json_response(200, std::move(body));
+  }
+
+  // The approximate codec has ids but no vocabulary to turn them back into text.
+  static ServerResponse no_vocabulary(std::string_view what) {
+    return error_response(501,
+                          fmt::format("{} needs the served model's tokenizer, and this server counts tokens "
+                                      "approximately (no tokenizer); start ixbench sim serve with --tokenizer",
+                                      what),
+                          "NotImplementedError");
+  }
+
+  // vLLM's /detokenize: {"prompt": tokenizer.decode(tokens)}, special tokens kept.
+  ServerResponse detokenize(const http::ServerRequest& request) {
+    auto parsed = parse_detokenize_request(request.body);
+    if (!parsed) return error_response(parsed.error());
+    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
+    if (!state_.codec->vocab_size()) return no_vocabulary("/detokenize");
+    if (auto refused = check_vocabulary(parsed->tokens, "tokens")) return error_response(*refused);
+    auto text = state_.codec->decode(parsed->tokens);
+    if (!text) return error_response(500, text.error().message(), "InternalServerError");
+    return json_response(200, fmt::format(R"({{"prompt":"{}"}})", json_escape(*text)));
   }
 
   ServerResponse completions(const http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {

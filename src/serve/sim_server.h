@@ -8,8 +8,9 @@
 //        (choices: []) before [DONE] when stream_options.include_usage; usage carries
 //        prompt_tokens_details.cached_tokens.
 //   GET  /v1/models, /health (503 while --fault-health-delay-ms runs), /metrics (Prometheus,
-//        vLLM names), /version;  POST /tokenize;  POST|GET /start_profile, /stop_profile (record a
-//        profiling window, 200).
+//        vLLM names), /version;  POST /tokenize, /detokenize (vLLM's shapes; /detokenize and
+//        return_token_strs need a real tokenizer: 501 with the approximate codec);  POST|GET
+//        /start_profile, /stop_profile (record a profiling window, 200).
 //   Bad requests get 400 with OpenAI error JSON naming the field in "param"; unknown model 404;
 //   unknown path 404; wrong method 405; a body whose Content-Type is not application/json 415
 //   (a missing Content-Type is accepted).

@@ -25,10 +25,10 @@ constexpr int32_t kFallbackVocabBase = 256;
 constexpr int32_t kFallbackVocabSize = 100000;
 constexpr size_t kMaxPieceBytes = 4;
 
-std::string plain_chat(const std::vector<ChatTurn>& messages) {
+std::string plain_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) {
   std::string text;
   for (const auto& message : messages) text += fmt::format("<|{}|>\n{}\n", message.role, message.content);
-  text += "<|assistant|>\n";
+  if (add_generation_prompt) text += "<|assistant|>\n";
   return text;
 }
 
@@ -73,7 +73,15 @@ class FallbackCodec final : public TextCodec {
     }
   }
 
-  Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override { return plain_chat(messages); }
+  Result<std::string> render_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const override {
+    return plain_chat(messages, add_generation_prompt);
+  }
+  Result<std::string> decode(std::span<const int32_t>) const override {
+    return fail(ErrorCode::kUnsupported,
+                "the approximate codec cannot decode token ids (its ids are hashes of text pieces); start sim serve "
+                "with --tokenizer for /detokenize");
+  }
+  std::optional<std::string> token_string(int32_t) const override { return std::nullopt; }
 
   bool exact() const override { return false; }
   std::optional<int32_t> vocab_size() const override { return std::nullopt; }
@@ -98,14 +106,23 @@ class TokenizerCodec final : public TextCodec {
     tokenizer_->encode_as_server(text, add_special_tokens, out);  // vLLM tokenizes through transformers
   }
 
-  Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const override {
-    if (!chat_) return plain_chat(messages);
+  Result<std::string> render_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const override {
+    if (!chat_) return plain_chat(messages, add_generation_prompt);
     std::vector<tok::ChatMessage> converted;
     converted.reserve(messages.size());
     for (const auto& message : messages) converted.push_back({message.role, message.content});
     tok::ChatOptions options;
+    options.add_generation_prompt = add_generation_prompt;
     options.current_date = "2026-01-01";  // pinned so prompts (and their counts) are reproducible
     return chat_->render(converted, options);
+  }
+  Result<std::string> decode(std::span<const int32_t> ids) const override {
+    return tokenizer_->decode(ids, false);  // vLLM's /detokenize: tokenizer.decode(ids), specials kept
+  }
+  std::optional<std::string> token_string(int32_t id) const override {
+    auto token = tokenizer_->id_to_token(id);
+    if (!token) return std::nullopt;
+    return std::string(*token);
   }
 
   bool exact() const override { return true; }

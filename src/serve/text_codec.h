@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,9 +46,18 @@ class TextCodec {
   // template (e.g. BOS), as vLLM applies it to completion prompts (chat prompts: false, the chat
   // template already holds them).
   virtual void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const = 0;
-  // The prompt text of a conversation, ending with the assistant generation prompt. Fails
-  // (kInvalidArgument) on a role the model's chat template does not know.
-  virtual Result<std::string> render_chat(const std::vector<ChatTurn>& messages) const = 0;
+  // The prompt text of a conversation, ending with the assistant generation prompt unless
+  // add_generation_prompt is false (vLLM's /tokenize option). Fails (kInvalidArgument) on a role
+  // the model's chat template does not know.
+  virtual Result<std::string> render_chat(const std::vector<ChatTurn>& messages,
+                                          bool add_generation_prompt = true) const = 0;
+  // The text of token ids as the server's tokenizer decodes them (HF decode with special tokens
+  // kept, as vLLM's /detokenize). Ids must be below vocab_size() (the caller checks). Fails
+  // (kUnsupported) for the approximate codec, whose ids are hashes of text pieces.
+  virtual Result<std::string> decode(std::span<const int32_t> ids) const = 0;
+  // The vocabulary string of one id (HF convert_ids_to_tokens, byte-level form: "Ġthe"), for
+  // /tokenize's return_token_strs; nullopt when the codec has no vocabulary or the id is not in it.
+  virtual std::optional<std::string> token_string(int32_t id) const = 0;
   // Whether prompt counts are the served model's exact counts.
   virtual bool exact() const = 0;
   // One more than the largest token id the model knows (a token-id prompt must stay below it);

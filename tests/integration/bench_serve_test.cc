@@ -83,7 +83,8 @@ double num(const boost::json::object& o, std::string_view key) {
 }
 
 std::unique_ptr<ServerProcess> start_server(const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"--model", "deepseek-r1"};
+  // The client's tokenizer, so prompt counts are exact on both sides.
+  std::vector<std::string> all = {"--model", "deepseek-r1", "--tokenizer", "deepseek_v3"};
   all.insert(all.end(), args.begin(), args.end());
   auto server = ServerProcess::start(all);
   EXPECT_TRUE(server.has_value()) << (server ? "" : server.error().to_string());

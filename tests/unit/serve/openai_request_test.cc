@@ -265,6 +265,64 @@ TEST(OpenAiRequest, TokenizeAcceptsPromptOrMessages) {
   EXPECT_FALSE(parse_tokenize_request(R"({"model":"m"})"));
 }
 
+TEST(OpenAiRequest, TokenizeTakesVllmsOptions) {
+  auto chat = parse_tokenize_request(R"({"messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_TRUE(chat);
+  EXPECT_TRUE(chat->add_generation_prompt);  // vLLM's defaults for messages
+  EXPECT_FALSE(chat->add_special_tokens);
+  EXPECT_FALSE(chat->return_token_strs);
+  auto open = parse_tokenize_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,"return_token_strs":true})");
+  ASSERT_TRUE(open);
+  EXPECT_FALSE(open->add_generation_prompt);
+  EXPECT_TRUE(open->return_token_strs);
+  auto both = parse_tokenize_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true,"continue_final_message":true})");
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().message, "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  auto cont = parse_tokenize_request(
+      R"({"messages":[{"role":"assistant","content":"hi"}],"add_generation_prompt":false,"continue_final_message":true})");
+  ASSERT_FALSE(cont);
+  EXPECT_EQ(cont.error().param, "continue_final_message");
+  auto wrong = parse_tokenize_request(R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":1})");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().param, "add_generation_prompt");
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt":"x","return_token_strs":"yes"})"));
+}
+
+TEST(OpenAiRequest, DetokenizeTakesModelAndTokenIds) {
+  auto parsed = parse_detokenize_request(R"({"model":"m","tokens":[0,17,2147483647]})");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->model, "m");
+  EXPECT_EQ(parsed->tokens, (std::vector<int32_t>{0, 17, 2147483647}));
+  auto empty = parse_detokenize_request(R"({"tokens":[]})");
+  ASSERT_TRUE(empty);
+  EXPECT_FALSE(empty->model);
+  EXPECT_TRUE(empty->tokens.empty());
+  const std::pair<const char*, const char*> refused[] = {
+      {"", "empty"},
+      {"{", "malformed JSON"},
+      {"[1,2]", "JSON object"},
+      {R"({"model":"m"})", "missing required field 'tokens'"},
+      {R"({"tokens":null})", "missing required field 'tokens'"},
+      {R"({"tokens":"1 2"})", "must be an array of token ids"},
+      {R"({"tokens":[1,"2"]})", "got a string in the array"},
+      {R"({"tokens":[1.5]})", "got a number in the array"},
+      {R"({"tokens":[[1]]})", "got an array in the array"},
+      {R"({"tokens":[-1]})", "outside [0, 2^31)"},
+      {R"({"tokens":[2147483648]})", "outside [0, 2^31)"},
+      {R"({"tokens":[18446744073709551615]})", "outside [0, 2^31)"},
+      {R"({"tokens":[1],"model":3})", "field 'model' must be a string"},
+  };
+  for (const auto& [body, message] : refused) {
+    auto r = parse_detokenize_request(body);
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().status, 400) << body;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << body << " -> " << r.error().message;
+  }
+  EXPECT_EQ(parse_detokenize_request(R"({"tokens":[-1]})").error().param, "tokens");
+}
+
 }  // namespace
 }  // namespace ix::serve
 
@@ -294,6 +352,11 @@ void expect_parsed_or_client_error(std::string_view body, ApiKind kind) {
   auto tokenize = parse_tokenize_request(body);
   if (!tokenize) {
     EXPECT_FALSE(tokenize.error().message.empty()) << body;
+  }
+  auto detokenize = parse_detokenize_request(body);
+  if (!detokenize) {
+    EXPECT_EQ(detokenize.error().status, 400) << body;
+    EXPECT_FALSE(detokenize.error().message.empty()) << body;
   }
 }
 

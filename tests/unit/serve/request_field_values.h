@@ -4,34 +4,13 @@
 
 namespace ix::serve::request_sweep {
 
-inline constexpr const char* kRequestFields[] = {"model",
-                                                 "prompt",
-                                                 "messages",
-                                                 "max_tokens",
-                                                 "max_completion_tokens",
-                                                 "min_tokens",
-                                                 "stream",
-                                                 "stream_options",
-                                                 "stop",
-                                                 "stop_token_ids",
-                                                 "ignore_eos",
-                                                 "include_stop_str_in_output",
-                                                 "add_special_tokens",
-                                                 "truncate_prompt_tokens",
-                                                 "temperature",
-                                                 "top_p",
-                                                 "top_k",
-                                                 "min_p",
-                                                 "n",
-                                                 "seed",
-                                                 "logprobs",
-                                                 "top_logprobs",
-                                                 "prompt_logprobs",
-                                                 "echo",
-                                                 "frequency_penalty",
-                                                 "presence_penalty",
-                                                 "repetition_penalty",
-                                                 "user"};
+inline constexpr const char* kRequestFields[] = {
+    "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "min_tokens", "stream", "stream_options",
+    "stop", "stop_token_ids", "ignore_eos", "include_stop_str_in_output", "add_special_tokens",
+    "truncate_prompt_tokens", "temperature", "top_p", "top_k", "min_p", "n", "seed", "logprobs", "top_logprobs",
+    "prompt_logprobs", "echo", "frequency_penalty", "presence_penalty", "repetition_penalty", "user",
+    // /tokenize and /detokenize
+    "tokens", "add_generation_prompt", "continue_final_message", "return_token_strs"};
 
 inline constexpr const char* kBoundaryJsonValues[] = {
     "null",

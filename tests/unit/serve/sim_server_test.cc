@@ -564,7 +564,7 @@ TEST(SimServer, ABodyThatIsNotDeclaredJsonIs415) {
     return server.exchange("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + content_type_line +
                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   };
-  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize"}) {
+  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"}) {
     expect_openai_error(raw_post(path, "Content-Type: text/plain\r\n"), 415,
                         "Unsupported Media Type: Only 'application/json' is allowed");
     expect_openai_error(raw_post(path, "Content-Type: application/x-www-form-urlencoded\r\n"), 415,
@@ -611,6 +611,124 @@ TEST(SimServer, ExactTokenizerHonoursAddSpecialTokensAndItsVocabulary) {
   EXPECT_EQ(
       server.post("/v1/completions", R"({"prompt":[1,)" + std::to_string(vocab - 1) + R"(],"max_tokens":1})").status,
       200);
+}
+
+// The deepseek_v3 codec, or nullptr (the test skips) when the package is not installed.
+std::unique_ptr<TextCodec> deepseek_codec() {
+  auto codec = make_tokenizer_codec("deepseek_v3", "deepseek-r1");
+  return codec ? std::move(*codec) : nullptr;
+}
+
+TEST(SimServer, DetokenizeDecodesTokenIdsLikeVllm) {
+  auto codec = deepseek_codec();
+  if (!codec) GTEST_SKIP() << "DeepSeek tokenizer not installed; run scripts/bootstrap.sh";
+  const int32_t vocab = *codec->vocab_size();
+  Server server(Mode::kNoDelay, {}, 30, 10, 4096, std::move(codec));
+  auto tokenized = parse_object(server.post("/tokenize", R"({"prompt":"Hello, 東京 world!"})").body);
+  std::string ids;
+  for (const auto& id : tokenized.at("tokens").as_array()) ids += (ids.empty() ? "" : ",") + bj::serialize(id);
+  // Special tokens are kept (vLLM decodes with skip_special_tokens=False): the BOS comes back.
+  auto response = server.post("/detokenize", R"({"model":"test-model","tokens":[)" + ids + "]}");
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.header("content-type"), "application/json");
+  auto object = parse_object(response.body);
+  EXPECT_EQ(object.size(), 1u) << response.body;  // vLLM's DetokenizeResponse: {"prompt"}
+  EXPECT_EQ(object.at("prompt").as_string(), "<｜begin▁of▁sentence｜>Hello, 東京 world!");
+  EXPECT_EQ(parse_object(server.post("/detokenize", R"({"tokens":[]})").body).at("prompt").as_string(), "");
+  // Text that needs escaping in JSON survives the round trip.
+  auto quoted =
+      parse_object(server.post("/tokenize", R"({"prompt":"a \"q\"\n\tb\\","add_special_tokens":false})").body);
+  std::string quoted_ids;
+  for (const auto& id : quoted.at("tokens").as_array()) {
+    quoted_ids += (quoted_ids.empty() ? "" : ",") + bj::serialize(id);
+  }
+  EXPECT_EQ(
+      parse_object(server.post("/detokenize", R"({"tokens":[)" + quoted_ids + "]}").body).at("prompt").as_string(),
+      "a \"q\"\n\tb\\");
+
+  expect_openai_error(server.post("/detokenize", R"({"model":"other","tokens":[1]})"), 404, "does not exist", "model");
+  expect_openai_error(server.post("/detokenize", R"({"tokens":[1,)" + std::to_string(vocab) + "]}"), 400,
+                      "Token id " + std::to_string(vocab) + " is out of vocabulary", "tokens");
+  expect_openai_error(server.post("/detokenize", R"({"tokens":[-1]})"), 400, "outside [0, 2^31)", "tokens");
+  expect_openai_error(server.post("/detokenize", R"({"tokens":"1,2"})"), 400, "array of token ids", "tokens");
+  expect_openai_error(server.post("/detokenize", R"({"prompt":"x"})"), 400, "missing required field 'tokens'",
+                      "tokens");
+  expect_openai_error(server.post("/detokenize", R"({"tokens":[1,2)"), 400, "malformed JSON", "null");
+  expect_openai_error(server.post("/detokenize", "[1,2]"), 400, "JSON object", "null");
+  expect_openai_error(server.post("/detokenize", ""), 400, "empty", "null");
+  auto get = server.get("/detokenize");
+  expect_openai_error(get, 405, "not allowed");
+  EXPECT_EQ(get.header("allow"), "POST");
+}
+
+TEST(SimServer, DetokenizeWithoutATokenizerIs501) {
+  Server server;  // the approximate codec: ids are hashes, there is no text to give back
+  expect_openai_error(server.post("/detokenize", R"({"tokens":[1,2,3]})"), 501, "--tokenizer", "null");
+  expect_openai_error(server.post("/tokenize", R"({"prompt":"hi","return_token_strs":true})"), 501, "--tokenizer");
+  // Bad input is still a 400 first.
+  expect_openai_error(server.post("/detokenize", R"({"tokens":[-5]})"), 400, "outside", "tokens");
+}
+
+TEST(SimServer, TokenizeAnswersInVllmsShape) {
+  auto codec = deepseek_codec();
+  if (!codec) GTEST_SKIP() << "DeepSeek tokenizer not installed; run scripts/bootstrap.sh";
+  Server server(Mode::kNoDelay, {}, 30, 10, 4096, std::move(codec));
+  auto plain = parse_object(server.post("/tokenize", R"({"prompt":"hello world"})").body);
+  // vLLM's TokenizeResponse: count, max_model_len, tokens, token_strs (null unless asked for).
+  EXPECT_EQ(plain.size(), 4u);
+  EXPECT_EQ(plain.at("count").as_int64(), static_cast<int64_t>(plain.at("tokens").as_array().size()));
+  EXPECT_EQ(plain.at("max_model_len").as_int64(), 4096);
+  EXPECT_TRUE(plain.at("token_strs").is_null());
+  auto strs = parse_object(server.post("/tokenize", R"({"prompt":"hello world","return_token_strs":true})").body);
+  ASSERT_TRUE(strs.at("token_strs").is_array());
+  const auto& token_strs = strs.at("token_strs").as_array();
+  ASSERT_EQ(token_strs.size(), 3u);  // BOS, "hello", " world"
+  EXPECT_EQ(token_strs[0].as_string(), "<｜begin▁of▁sentence｜>");
+  EXPECT_EQ(token_strs[2].as_string(), "Ġworld");  // the vocabulary form, as convert_ids_to_tokens
+
+  // Messages: the generation prompt by default (vLLM's add_generation_prompt=true), none on request.
+  const std::string messages = R"("messages":[{"role":"user","content":"hello world"}])";
+  auto with_prompt = parse_object(server.post("/tokenize", "{" + messages + "}").body);
+  auto without = parse_object(server.post("/tokenize", "{" + messages + R"(,"add_generation_prompt":false})").body);
+  EXPECT_EQ(with_prompt.at("count").as_int64(), without.at("count").as_int64() + 1);  // "<｜Assistant｜>"
+  expect_openai_error(
+      server.post("/tokenize", "{" + messages + R"(,"add_generation_prompt":true,"continue_final_message":true})"), 400,
+      "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  expect_openai_error(server.post("/tokenize", "{" + messages + R"(,"add_generation_prompt":"no"})"), 400,
+                      "add_generation_prompt", "add_generation_prompt");
+  // The chat count is what a chat completion of the same messages reports as prompt_tokens.
+  auto completion = parse_object(server.post("/v1/chat/completions", "{" + messages + R"(,"max_tokens":1})").body);
+  EXPECT_EQ(completion.at("usage").as_object().at("prompt_tokens").as_int64(), with_prompt.at("count").as_int64());
+}
+
+TEST(SimServer, TokenizeAndDetokenizeAnswerEveryFieldValueCleanly) {
+  auto codec = deepseek_codec();
+  const bool exact = codec != nullptr;
+  Server server(Mode::kNoDelay, {}, 30, 10, 4096, std::move(codec));
+  const std::pair<const char*, const char*> bases[] = {
+      {"/tokenize", R"("prompt":"hi there")"},
+      {"/tokenize", R"("messages":[{"role":"user","content":"hi there"}])"},
+      {"/detokenize", R"("tokens":[1,2,3])"},
+  };
+  int answered = 0;
+  for (const auto& [path, base] : bases) {
+    for (const char* field : request_sweep::kRequestFields) {
+      for (const char* value : request_sweep::kBoundaryJsonValues) {
+        const std::string body = "{" + std::string(base) + ",\"" + field + "\":" + value + "}";
+        const RawResponse response = server.post(path, body);
+        const auto object = parse_object(response.body);
+        if (response.status == 200) {
+          ++answered;
+          EXPECT_TRUE(object.contains(std::string_view(path) == "/tokenize" ? "tokens" : "prompt")) << body;
+        } else {
+          ASSERT_TRUE(response.status == 400 || response.status == 404 || (!exact && response.status == 501))
+              << response.status << " " << body << " -> " << response.body;
+          EXPECT_TRUE(object.contains("error")) << body;
+        }
+      }
+    }
+  }
+  EXPECT_GT(answered, 100);
 }
 
 TEST(SimServer, UnknownPathIs404AndWrongMethodIs405) {

@@ -1,5 +1,5 @@
-// Loader errors, UTF-8 repair, regex rewriting, resolution of model names, thread-safety and load
-// time. Token ids are never hard-coded here: exactness is oracle_test.cc's job.
+// Loader errors, UTF-8 repair, regex rewriting, thread-safety and load time (resolution of model
+// names: resolve_test.cc). Token ids are never hard-coded here: exactness is oracle_test.cc's job.
 #include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -148,32 +148,6 @@ TEST(Regex, CategoryClassesFollowOnigurumasNewerUnicode) {
   auto not_letter = Regex::compile(R"(^\P{L}$)");
   ASSERT_TRUE(not_letter);
   EXPECT_FALSE(not_letter->find("\xF0\xB1\x8D\x90", 0, s, e));
-}
-
-TEST(Resolve, ModelNamesMapToPackages) {
-  if (testing::tokenizer_json("deepseek_v3").empty()) GTEST_SKIP() << "run scripts/bootstrap.sh";
-  for (const char* name : {"deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-V4-Pro", "DeepSeek-V3"}) {
-    auto p = resolve_tokenizer(name);
-    ASSERT_TRUE(p) << p.error().to_string();
-    EXPECT_NE(p->string().find("tokenizer-deepseek_v3"), std::string::npos);
-  }
-  EXPECT_NE(resolve_tokenizer("Qwen/Qwen3-235B-A22B-FP8")->string().find("qwen3"), std::string::npos);
-  EXPECT_NE(resolve_tokenizer("meta-llama/Llama-3.1-70B")->string().find("llama3_1"), std::string::npos);
-  EXPECT_NE(resolve_tokenizer("openai/gpt-oss-120b")->string().find("gptoss"), std::string::npos);
-  EXPECT_NE(resolve_tokenizer(testing::tokenizer_json("qwen3"))->string().find("qwen3"), std::string::npos);
-  auto unknown = resolve_tokenizer("mistralai/Mistral-7B");
-  ASSERT_FALSE(unknown);
-  EXPECT_EQ(unknown.error().code(), ErrorCode::kNotFound);
-}
-
-TEST(Resolve, MissingPackageNamesBootstrap) {
-  ::setenv("IXBENCH_TOKENIZER_DIR", "/nonexistent", 1);
-  // From a directory with no node_modules above it, only the executable's location can help;
-  // a path that does not exist and is no known model always fails with guidance.
-  auto r = resolve_tokenizer("/nonexistent/tokenizer.json");
-  ::unsetenv("IXBENCH_TOKENIZER_DIR");
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);
 }
 
 TEST(Tokenizer, ConcurrentEncodesAgree) {
