@@ -287,8 +287,9 @@ Result<ServerPromptMaker> ServerPromptMaker::create(ServerPromptOptions options)
   std::vector<std::string> candidates;
   std::unordered_set<std::string> seen;
   for (size_t batch = 0; batch < scanned.size() && candidates.size() < kMaxCandidates; ++batch) {
-    // Ids past the vocabulary end the scan (vLLM and sim serve refuse them with 400).
-    if (batch > 0 && scanned[batch].failure == http::FailureKind::kNone && scanned[batch].status == 400) break;
+    // A later batch refused (ids past the vocabulary: sim serve answers 400) ends the scan; only
+    // the first batch must succeed.
+    if (batch > 0 && scanned[batch].failure == http::FailureKind::kNone && scanned[batch].status != 200) break;
     auto text = answer_prompt(o, scanned[batch]);
     if (!text) return std::unexpected(text.error());
     size_t start = 0;

@@ -3,11 +3,11 @@
 // POST /tokenize and POST /detokenize.
 //
 // Method (once per run, a few dozen requests):
-//   1. a separator: the one token the server gives "\n" (else "|");
-//   2. the vocabulary's words: /detokenize of ids 0..32767 in batches, each id between two
-//      separators, split on the separator's text; the pieces that are a space and 2-12 lowercase
-//      ASCII letters (" word") are candidates. A batch the server refuses with 400 (ids past its
-//      vocabulary) ends the scan;
+//   1. a separator: the one token the server gives "\n" (else "|", else "#");
+//   2. the vocabulary's words: /detokenize of ids 0..32767 in batches of 2048, each id between
+//      two separators, split on the separator's text; the pieces that are a space and 2-12
+//      lowercase ASCII letters (" word") are candidates. A batch after the first that the server
+//      refuses (ids past its vocabulary: 400) ends the scan;
 //   3. the pool: candidates checked by /tokenize in groups of 32 (the group's text must count 32
 //      tokens, so every " word" is one token and no two merge); the first 4096 that pass, in id
 //      order. Fewer than 256 is an error;
