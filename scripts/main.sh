@@ -18,6 +18,10 @@ isl=${IXBENCH_MAIN_ISL:-1024}
 osl=${IXBENCH_MAIN_OSL:-128}
 out=${IXBENCH_MAIN_OUT:-out/main}
 engine=(--model deepseek-ai/DeepSeek-R1-0528 --hardware h200 --precision fp8 --framework sglang --tp 8)
+# DeepSeek-R1's own tokenizer is not packaged (a benchmark machine has it in the Hugging Face cache);
+# the packaged DeepSeek-V3 file differs from it only in two added tokens (<think>, </think>) that
+# random prompts never hold. Set IXBENCH_MAIN_TOKENIZER to R1's tokenizer.json or folder to use it.
+tokenizer=(--tokenizer "${IXBENCH_MAIN_TOKENIZER:-deepseek_v3}")
 gpus=8
 
 mkdir -p "$out"
@@ -26,7 +30,7 @@ rm -f "$out"/*.json "$out"/*.jsonl "$out"/predicted/*.json
 
 # The server prints "listening on http://127.0.0.1:<port>" once it accepts connections.
 server_log="$out/server.log"
-coproc SERVER { exec "$bin" sim serve "${engine[@]}" --port 0 2>"$server_log"; }
+coproc SERVER { exec "$bin" sim serve "${engine[@]}" "${tokenizer[@]}" --port 0 2>"$server_log"; }
 server_pid=$SERVER_PID
 trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
 if ! read -r -t 30 line <&"${SERVER[0]}"; then
@@ -39,7 +43,7 @@ echo "main: simulator (${engine[*]}) at $url"
 
 for conc in $concs; do
   echo "main: concurrency $conc: $((5 * conc)) requests of ${isl}/${osl} tokens"
-  "$bin" bench serve --base-url "$url" --backend vllm --model deepseek-ai/DeepSeek-R1-0528 \
+  "$bin" bench serve --base-url "$url" --backend vllm --model deepseek-ai/DeepSeek-R1-0528 "${tokenizer[@]}" \
     --random-input-len "$isl" --random-output-len "$osl" --max-concurrency "$conc" \
     --num-prompts $((5 * conc)) --num-warmups "$conc" --server-pid "$server_pid" --no-progress \
     --save-result --result-dir "$out" --result-filename "measured_conc${conc}.json" >"$out/bench_conc${conc}.log" ||

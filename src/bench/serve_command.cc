@@ -17,6 +17,7 @@
 #include "bench/serve_output.h"
 #include "bench/serve_plan.h"
 #include "bench/serve_runner.h"
+#include "bench/server_prompts.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/rng.h"
@@ -167,7 +168,10 @@ struct Workload {
   std::optional<workload::RandomDataset> dataset;
   workload::DatasetShapes shapes;
   std::unique_ptr<workload::PromptPrefetcher> prefetcher;
-  double tokenizer_load_s = 0;
+  // --tokenizer-from-server: every prompt, made before the run, by send position (no tokenizer,
+  // synthesizer, dataset or prefetcher then).
+  std::vector<std::string> server_prompts;
+  double tokenizer_load_s = 0;  // the tokenizer's load, or the time the server took to make the prompts
 };
 
 // The chat template prompts are framed with, or nullopt for plain completions text.
@@ -189,27 +193,76 @@ Result<std::optional<tok::ChatTemplate>> chat_template_of(const BenchServeOption
   return std::optional<tok::ChatTemplate>();
 }
 
-// A drawn length the dataset cannot make would end the run at that request, discarding all
+// A drawn length the prompt source cannot make would end the run at that request, discarding all
 // measured before it; refused before the run instead.
-Result<void> check_shortest_prompt(const BenchServeOptions& o, const ServePlan& plan, const Workload& w) {
-  auto min_tokens = w.dataset->min_prompt_tokens();
-  if (!min_tokens) return std::unexpected(min_tokens.error());
+Result<void> check_shortest_prompt(const BenchServeOptions& o, const ServePlan& plan,
+                                   const workload::DatasetShapes& shapes, int64_t min_tokens) {
   int64_t shortest = std::numeric_limits<int64_t>::max();
-  for (const auto* list : {&w.shapes.measured, &w.shapes.warmups}) {
+  for (const auto* list : {&shapes.measured, &shapes.warmups}) {
     for (const auto& s : *list) shortest = std::min(shortest, s.prompt_len);
   }
-  if (shortest >= *min_tokens) return {};
+  if (shortest >= min_tokens) return {};
   return fail(
       ErrorCode::kInvalidArgument,
       fmt::format("--random-input-len {} with --random-range-ratio {} draws {}-token prompts, shorter than the "
                   "chat template's own {} tokens + 1 ({}): raise them so that floor(r*L) >= {}",
-                  o.random_input_len, o.random_range_ratio, shortest, *min_tokens - 1,
-                  openai::uses_chat(plan.backend) ? "--backend openai-chat" : "--use-chat-template", *min_tokens));
+                  o.random_input_len, o.random_range_ratio, shortest, min_tokens - 1,
+                  openai::uses_chat(plan.backend) ? "--backend openai-chat" : "--use-chat-template", min_tokens));
+}
+
+Result<workload::DatasetShapes> draw_shapes(const BenchServeOptions& o, const ServePlan& plan) {
+  return workload::random_shapes({.input_len = o.random_input_len,
+                                  .output_len = o.random_output_len,
+                                  .range_ratio = o.random_range_ratio,
+                                  .num_prompts = static_cast<size_t>(plan.num_prompts),
+                                  .num_warmups = static_cast<size_t>(plan.num_warmups),
+                                  .seed = o.seed});
+}
+
+// (global index, tokens) of each prompt in send order: the warmups, then the measured requests.
+std::vector<std::pair<size_t, int64_t>> send_order(const workload::DatasetShapes& shapes) {
+  std::vector<std::pair<size_t, int64_t>> order;
+  order.reserve(shapes.warmups.size() + shapes.measured.size());
+  for (size_t i = 0; i < shapes.warmups.size(); ++i)
+    order.emplace_back(shapes.measured.size() + i, shapes.warmups[i].prompt_len);
+  for (size_t i = 0; i < shapes.measured.size(); ++i) order.emplace_back(i, shapes.measured[i].prompt_len);
+  return order;
+}
+
+// --tokenizer-from-server: draws the lengths and has the server's /tokenize and /detokenize make
+// every prompt before the run.
+Result<std::unique_ptr<Workload>> prepare_server_workload(const BenchServeOptions& o, const ServePlan& plan) {
+  auto w = std::make_unique<Workload>();
+  auto shapes = draw_shapes(o, plan);
+  if (!shapes) return std::unexpected(shapes.error());
+  w->shapes = std::move(*shapes);
+  const int64_t start = SteadyClock().now_ns();
+  ServerPromptOptions server{
+      .base_url = plan.base,
+      .model = o.served_model_name.empty() ? o.model : o.served_model_name,
+      .headers = plan.headers,
+      .verify_tls = !o.insecure,
+      .seed = o.seed,
+      .format = openai::uses_chat(plan.backend) ? workload::PromptFormat::kChatContent : workload::PromptFormat::kPlain,
+      .request_timeout_ns = static_cast<int64_t>(std::min(o.request_timeout_s, 600.0) * 1e9)};
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key)
+    server.headers.insert(server.headers.begin(), {"Authorization", fmt::format("Bearer {}", key)});
+  auto maker = ServerPromptMaker::create(std::move(server));
+  if (!maker) return std::unexpected(maker.error().with_context("--tokenizer-from-server"));
+  if (auto ok = check_shortest_prompt(o, plan, w->shapes, maker->min_prompt_tokens()); !ok)
+    return std::unexpected(ok.error());
+  auto prompts = maker->make(send_order(w->shapes));
+  if (!prompts) return std::unexpected(prompts.error().with_context("--tokenizer-from-server"));
+  w->server_prompts = std::move(*prompts);
+  w->tokenizer_load_s = static_cast<double>(SteadyClock().now_ns() - start) / 1e9;
+  log::info("bench serve: the server made {} prompts in {:.2f} s", w->server_prompts.size(), w->tokenizer_load_s);
+  return w;
 }
 
 // Loads the tokenizer, draws the lengths and starts prompt synthesis ahead of the sends; returns
 // once the first wave of prompts is ready.
 Result<std::unique_ptr<Workload>> prepare_workload(const BenchServeOptions& o, const ServePlan& plan) {
+  if (o.tokenizer_from_server) return prepare_server_workload(o, plan);
   auto w = std::make_unique<Workload>();
   const int64_t tok_start = SteadyClock().now_ns();
   auto tokenizer = tok::load_tokenizer(plan.tokenizer_name);
@@ -229,26 +282,19 @@ Result<std::unique_ptr<Workload>> prepare_workload(const BenchServeOptions& o, c
                                                                           : workload::PromptFormat::kChatRendered;
   const tok::Thinking thinking =
       plan.framing == PromptFraming::kDeepSeekV4 ? tok::Thinking::kOn : tok::Thinking::kDefault;
-  auto shapes = workload::random_shapes({.input_len = o.random_input_len,
-                                         .output_len = o.random_output_len,
-                                         .range_ratio = o.random_range_ratio,
-                                         .num_prompts = static_cast<size_t>(plan.num_prompts),
-                                         .num_warmups = static_cast<size_t>(plan.num_warmups),
-                                         .seed = o.seed});
+  auto shapes = draw_shapes(o, plan);
   if (!shapes) return std::unexpected(shapes.error());
   w->shapes = std::move(*shapes);
   w->dataset.emplace(*w->synth, format, *chat, o.seed, thinking);
-  if (auto ok = check_shortest_prompt(o, plan, *w); !ok) return std::unexpected(ok.error());
+  auto min_tokens = w->dataset->min_prompt_tokens();
+  if (!min_tokens) return std::unexpected(min_tokens.error());
+  if (auto ok = check_shortest_prompt(o, plan, w->shapes, *min_tokens); !ok) return std::unexpected(ok.error());
 
-  std::vector<std::pair<size_t, int64_t>> order;
-  order.reserve(w->shapes.warmups.size() + w->shapes.measured.size());
-  for (size_t i = 0; i < w->shapes.warmups.size(); ++i)
-    order.emplace_back(w->shapes.measured.size() + i, w->shapes.warmups[i].prompt_len);
-  for (size_t i = 0; i < w->shapes.measured.size(); ++i) order.emplace_back(i, w->shapes.measured[i].prompt_len);
   const int synth_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - plan.threads);
   const size_t lookahead = static_cast<size_t>(
       std::clamp<int64_t>(kPrefetchTokenBudget / std::max<int64_t>(1, o.random_input_len), 16, 65536));
-  w->prefetcher = std::make_unique<workload::PromptPrefetcher>(*w->dataset, std::move(order), synth_threads, lookahead);
+  w->prefetcher =
+      std::make_unique<workload::PromptPrefetcher>(*w->dataset, send_order(w->shapes), synth_threads, lookahead);
   // What the first moment of the run needs (the first wave of sends, up to 1024 prompts: a few
   // hundred ms at most); the rest is made while it runs, warmups first.
   const int64_t first_wave = std::min<int64_t>(o.max_concurrency.value_or(1024), 1024);
@@ -293,8 +339,15 @@ ServeRunnerOptions runner_options(const BenchServeOptions& o, const ServePlan& p
   run.verify_tls = !o.insecure;
   run.warmups = w.shapes.warmups;
   run.measured = w.shapes.measured;
-  workload::PromptPrefetcher* prefetcher = w.prefetcher.get();
-  run.prompt = [prefetcher](size_t k, int64_t* waited) { return prefetcher->take(k, waited); };
+  if (workload::PromptPrefetcher* prefetcher = w.prefetcher.get()) {
+    run.prompt = [prefetcher](size_t k, int64_t* waited) { return prefetcher->take(k, waited); };
+  } else {
+    std::vector<std::string>* prompts = &w.server_prompts;
+    run.prompt = [prompts](size_t k, int64_t* waited) -> Result<std::string> {
+      if (waited) *waited = 0;
+      return std::move((*prompts)[k]);
+    };
+  }
   run.max_concurrency = o.max_concurrency;
   run.arrivals = plan.arrivals;
   run.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
@@ -313,8 +366,8 @@ ServeRunnerOptions runner_options(const BenchServeOptions& o, const ServePlan& p
 // Client-side token counts: output_len where the server sent no usage, and the check of the
 // server's counts. Parallel, off the measured path. Returns the requests that came back shorter
 // than asked for although --ignore-eos was on.
-int64_t count_output_tokens(const BenchServeOptions& o, const tok::Tokenizer& tokenizer, ServeRunnerOutput& output) {
-  if (o.count_client_tokens) {
+int64_t count_output_tokens(const BenchServeOptions& o, const tok::Tokenizer* tokenizer, ServeRunnerOutput& output) {
+  if (o.count_client_tokens && tokenizer) {
     auto& recs = output.records;
     const size_t n = recs.size();
     std::vector<std::thread> pool;
@@ -323,18 +376,24 @@ int64_t count_output_tokens(const BenchServeOptions& o, const tok::Tokenizer& to
       pool.emplace_back([&] {
         for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
           if (recs[i].success)
-            recs[i].client_output_tokens = static_cast<int64_t>(tokenizer.count_tokens(output.generated_texts[i]));
+            recs[i].client_output_tokens = static_cast<int64_t>(tokenizer->count_tokens(output.generated_texts[i]));
         }
       });
     }
     for (auto& t : pool) t.join();
   }
-  int64_t short_outputs = 0;
+  int64_t short_outputs = 0, uncounted = 0;
   for (auto& r : output.records) {
     if (!r.success) continue;
+    if (r.output_len < 0 && r.client_output_tokens < 0) ++uncounted;
     if (r.output_len < 0) r.output_len = std::max<int64_t>(r.client_output_tokens, 0);
     if (o.ignore_eos && r.output_len < r.expected_output_len) ++short_outputs;
   }
+  if (uncounted > 0)
+    log::warn(
+        "bench serve: {} requests came back without usage.completion_tokens and no local tokenizer counts them "
+        "(--tokenizer-from-server): their output length is 0",
+        uncounted);
   return short_outputs;
 }
 
@@ -366,6 +425,7 @@ void record_settings(const BenchServeOptions& o, const ServePlan& plan, boost::j
                            : plan.framing == PromptFraming::kModelTemplate ? "model"
                                                                            : "none";
   extra["tokenizer_mode"] = o.tokenizer_mode;
+  extra["tokenizer_from_server"] = o.tokenizer_from_server;
   extra["trust_remote_code"] = o.trust_remote_code;
   extra["continuous_usage_stats"] = o.continuous_usage && openai::supports_continuous_usage(plan.backend);
 }
@@ -477,7 +537,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (run.on_progress) fmt::print(stderr, "\r\033[K");
   if (!output) return std::unexpected(output.error());
 
-  const int64_t short_outputs = count_output_tokens(o, *(*workload)->tokenizer, *output);
+  const int64_t short_outputs = count_output_tokens(o, (*workload)->tokenizer.get(), *output);
   const boost::json::object result = assemble_result(o, *plan, *output, short_outputs, timings);
   Result<void> saved;
   if (plan->save) saved = save_result(o, *plan, result, output->records, output->start_ns);
