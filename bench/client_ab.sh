@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Two ixbench builds' `bench serve` side by side, alternating A B B A on one server, so a change to
+# the client is judged by a ratio measured in one run: output tokens/s against `sim serve
+# --no-delay` (the client is the bottleneck) at the same --threads, and TTFT / ITL medians against
+# a fixed schedule (50 ms / 10 ms: the error is the median minus that).
+#
+# Usage: bench/client_ab.sh IXBENCH_A IXBENCH_B OUT_DIR [CLIENT_CPUS SERVER_CPUS]
+set -euo pipefail
+a=$1
+b=$2
+out=$3
+client_cpus=${4:-0-3}
+server_cpus=${5:-4-15}
+mkdir -p "$out"
+ulimit -n 65536 2>/dev/null || true
+field() { grep -o "\"$2\": [-0-9.eE]*" "$1" | head -1 | sed 's/.*: //'; }
+serve() {
+  taskset -c "$server_cpus" "$b" sim serve --model deepseek-ai/DeepSeek-R1-0528 --hardware h200 --tp 8 \
+    --tokenizer deepseek_v3 --port 18232 --threads 12 "$@" > "$out/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 100); do grep -q listening "$out/server.log" && return; sleep 0.1; done
+  echo "server did not start" >&2; cat "$out/server.log" >&2; exit 1
+}
+run() {  # label binary conc threads output_len prompts
+  taskset -c "$client_cpus" "$2" --log-level warn bench serve --base-url http://127.0.0.1:18232 \
+    --model deepseek-ai/DeepSeek-R1-0528 --tokenizer deepseek_v3 --random-input-len 128 --random-output-len "$5" \
+    --num-prompts "$6" --max-concurrency "$3" --num-warmups 0 --threads "$4" --no-progress --no-server-metrics \
+    --save-result --result-dir "$out" --result-filename "$1.json" > /dev/null || true
+  local f="$out/$1.json"
+  printf '%-16s conc %5s threads %s out_tok/s %10.0f ttft_p50_ms %8.3f itl_p50_ms %7.3f\n' "$1" "$3" "$4" \
+    "$(field "$f" output_throughput)" "$(field "$f" median_ttft_ms)" "$(field "$f" median_itl_ms)"
+}
+serve --no-delay
+for conc in 1024 4096; do
+  for label in A B B A; do
+    bin=$a; [[ $label == B ]] && bin=$b
+    run "${label}_c${conc}_$RANDOM" "$bin" "$conc" 4 1000 $((2 * conc))
+  done
+done
+kill "$server"; wait "$server" 2>/dev/null || true
+serve --fixed-ttft-ms 50 --fixed-itl-ms 10
+for label in A B B A; do
+  bin=$a; [[ $label == B ]] && bin=$b
+  run "${label}_fixed_$RANDOM" "$bin" 1024 4 100 2048
+done
+kill "$server"; wait "$server" 2>/dev/null || true
