@@ -89,6 +89,7 @@ class Interp {
   std::vector<bool> has_context_;
   Frame top_;
   std::tm now_{};
+  Pos call_pos_;  // where the call being made is written (for errors binding its arguments)
   std::vector<std::shared_ptr<const Object>> adopted_;
   uint64_t steps_ = 0;
   int call_depth_ = 0;

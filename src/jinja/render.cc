@@ -288,6 +288,7 @@ Result<Interp::Flow> Interp::exec(const Stmt& stmt, Frame& frame, std::string& o
                                                                            : describe_target(*callee)))));
       }
       const Value caller = Value::function(std::make_shared<CallerFunction>(s, capture(frame)));
+      call_pos_ = s.call->pos;
       auto result = macro->call_with_caller(*this, *args, caller);
       if (!result) return fail(result.error());
       result->append_str(out);
@@ -437,13 +438,15 @@ Result<Value> Interp::call_macro(const MacroStmt& macro, const std::vector<std::
                                                           macro.name, kMaxCallDepth))));
   }
   DepthCounter depth(call_depth_);
-  if (auto r = step(); !r) return fail(located(macro.pos, r.error()));
+  const Pos call_pos = call_pos_;
+  if (auto r = step(); !r) return fail(located(call_pos, r.error()));
   Frame frame;
   frame.parent = &top_;
   frame.vars = captured;
   const auto& params = macro.params;
   if (args.args.size() > params.size() && !macro.uses_varargs) {
-    return fail(type_error(fmt::format("macro '{}' takes not more than {} argument(s)", macro.name, params.size())));
+    return fail(located(
+        call_pos, type_error(fmt::format("macro '{}' takes not more than {} argument(s)", macro.name, params.size()))));
   }
   std::vector<bool> given(params.size());
   for (size_t index = 0; index < params.size() && index < args.args.size(); ++index) {
@@ -457,13 +460,15 @@ Result<Value> Interp::call_macro(const MacroStmt& macro, const std::vector<std::
     if (index == params.size()) {
       if (key == "caller" && macro.uses_caller) continue;
       if (!macro.uses_kwargs) {
-        return fail(type_error(fmt::format("macro '{}' takes no keyword argument '{}'", macro.name, key)));
+        return fail(
+            located(call_pos, type_error(fmt::format("macro '{}' takes no keyword argument '{}'", macro.name, key))));
       }
       extra_kwargs.emplace_back(Value(key), std::move(value));
       continue;
     }
     if (given[index]) {
-      return fail(type_error(fmt::format("macro '{}' got multiple values for argument '{}'", macro.name, key)));
+      return fail(located(
+          call_pos, type_error(fmt::format("macro '{}' got multiple values for argument '{}'", macro.name, key))));
     }
     frame.set(params[index].symbol, std::move(value));
     given[index] = true;
@@ -503,12 +508,14 @@ Result<Value> Interp::call_caller(const CallBlockStmt& block, const std::vector<
     return fail(located(block.pos, type_error("caller(): maximum recursion depth exceeded")));
   }
   DepthCounter depth(call_depth_);
+  const Pos call_pos = call_pos_;
   Frame frame;
   frame.parent = &top_;
   frame.vars = captured;
   const auto& params = block.params;
   if (args.args.size() > params.size() && !block.uses_varargs) {
-    return fail(type_error(fmt::format("caller() takes not more than {} argument(s)", params.size())));
+    return fail(
+        located(call_pos, type_error(fmt::format("caller() takes not more than {} argument(s)", params.size()))));
   }
   std::vector<bool> given(params.size());
   for (size_t index = 0; index < params.size() && index < args.args.size(); ++index) {
@@ -520,7 +527,9 @@ Result<Value> Interp::call_caller(const CallBlockStmt& block, const std::vector<
     size_t index = 0;
     while (index < params.size() && params[index].name != key) ++index;
     if (index == params.size()) {
-      if (!block.uses_kwargs) return fail(type_error(fmt::format("caller() takes no keyword argument '{}'", key)));
+      if (!block.uses_kwargs) {
+        return fail(located(call_pos, type_error(fmt::format("caller() takes no keyword argument '{}'", key))));
+      }
       extra_kwargs.emplace_back(Value(key), std::move(value));
       continue;
     }
@@ -620,6 +629,7 @@ Result<Value> Interp::eval_call(const CallExpr& expr, Frame& frame) {
     if (!callee) return fail(located(getattr_expr, callee.error()));
     auto args = eval_args(expr.args, frame);
     if (!args) return fail(args.error());
+    call_pos_ = expr.pos;
     auto result = call(*callee, *args);
     if (!result) {
       if (callee->is_function() && callee->as_function().reports_position()) return result;
@@ -631,6 +641,7 @@ Result<Value> Interp::eval_call(const CallExpr& expr, Frame& frame) {
   if (!callee) return fail(callee.error());
   auto args = eval_args(expr.args, frame);
   if (!args) return fail(args.error());
+  call_pos_ = expr.pos;
   auto result = call(*callee, *args);
   if (!result) {
     if (callee->is_function() && callee->as_function().reports_position()) return result;
