@@ -573,8 +573,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   workload::PromptFormat format = workload::PromptFormat::kPlain;
   std::optional<tok::ChatTemplate> chat;
   if (o.use_chat_template || openai::uses_chat(*backend)) {
-    auto found = tok::ChatTemplate::for_model(tokenizer_name);
-    if (!found) found = tok::ChatTemplate::for_model(o.model);
+    auto found = tok::ChatTemplate::for_tokenizer(**tokenizer);
     if (found) {
       chat = *found;
       format =

@@ -48,7 +48,8 @@ Result<DatasetShapes> random_shapes(const RandomDatasetOptions& o) {
 RandomDataset::RandomDataset(const tok::PromptSynth& synth, PromptFormat format, std::optional<tok::ChatTemplate> chat,
                              uint64_t seed)
     : synth_(&synth), format_(format), chat_(std::move(chat)), seed_(seed) {
-  // Pinned so prompts are reproducible across days (harmony renders the current date).
+  // Pinned so prompts are reproducible across days (harmony and templates calling strftime_now()
+  // render the current date).
   chat_options_.current_date = "2026-01-01";
   plain_special_tokens_ = static_cast<int64_t>(synth.tokenizer().num_special_tokens_to_add());
 }
