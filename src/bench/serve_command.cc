@@ -174,22 +174,20 @@ struct Workload {
   double tokenizer_load_s = 0;  // the tokenizer's load, or the time the server took to make the prompts
 };
 
-// The chat template prompts are framed with, or nullopt for plain completions text.
-Result<std::optional<tok::ChatTemplate>> chat_template_of(const BenchServeOptions& o, const ServePlan& plan) {
+// The chat template prompts are framed with, or nullopt for plain completions text: the model's
+// own (its tokenizer files' chat_template), or DeepSeek-V4's encoding.
+Result<std::optional<tok::ChatTemplate>> chat_template_of(const BenchServeOptions& o, const ServePlan& plan,
+                                                          const tok::Tokenizer& tokenizer) {
   switch (plan.framing) {
     case PromptFraming::kPlain: return std::optional<tok::ChatTemplate>();
-    case PromptFraming::kDeepSeekV4:
-      return std::optional<tok::ChatTemplate>(tok::ChatTemplate(tok::ChatFamily::kDeepSeekV4));
+    case PromptFraming::kDeepSeekV4: return std::optional<tok::ChatTemplate>(tok::ChatTemplate::deepseek_v4());
     case PromptFraming::kModelTemplate: break;
   }
-  auto found = tok::ChatTemplate::for_model(plan.tokenizer_name);
-  if (!found) found = tok::ChatTemplate::for_model(o.model);
-  if (found) return std::optional<tok::ChatTemplate>(*found);
+  auto found = tok::ChatTemplate::for_tokenizer(tokenizer);
+  if (found) return std::optional<tok::ChatTemplate>(std::move(*found));
   if (o.use_chat_template) return std::unexpected(found.error().with_context("--use-chat-template"));
-  log::warn(
-      "bench serve: no chat template known for '{}': chat prompts carry the server's template overhead on top "
-      "of --random-input-len",
-      plan.tokenizer_name);
+  log::warn("bench serve: {}: chat prompts carry the server's template overhead on top of --random-input-len",
+            found.error().message());
   return std::optional<tok::ChatTemplate>();
 }
 
@@ -275,7 +273,7 @@ Result<std::unique_ptr<Workload>> prepare_workload(const BenchServeOptions& o, c
   w->synth.emplace(std::move(*synth));
   w->tokenizer_load_s = static_cast<double>(SteadyClock().now_ns() - tok_start) / 1e9;
 
-  auto chat = chat_template_of(o, plan);
+  auto chat = chat_template_of(o, plan, *w->tokenizer);
   if (!chat) return std::unexpected(chat.error());
   const workload::PromptFormat format = !*chat                            ? workload::PromptFormat::kPlain
                                         : openai::uses_chat(plan.backend) ? workload::PromptFormat::kChatContent

@@ -38,13 +38,13 @@ struct SimServeFlags {
 Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags) {
   if (flags.tokenizer == "none") return serve::make_fallback_codec();
   if (flags.tokenizer == "auto") {
-    auto codec = serve::make_tokenizer_codec(flags.engine.config.model, flags.serve.model_name);
+    auto codec = serve::make_tokenizer_codec(flags.engine.config.model);
     if (codec) return codec;
     log::info("sim serve: no tokenizer found for model '{}' ({}); using approximate token counts",
               flags.engine.config.model, codec.error().message());
     return serve::make_fallback_codec();
   }
-  auto codec = serve::make_tokenizer_codec(flags.tokenizer, flags.serve.model_name);
+  auto codec = serve::make_tokenizer_codec(flags.tokenizer);
   if (!codec) return std::unexpected(codec.error().with_context("--tokenizer"));
   return codec;
 }

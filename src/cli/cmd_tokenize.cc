@@ -95,15 +95,8 @@ int run_tokenize(const TokenizeOptions& options) {
   }
 
   if (!options.chat_template.empty()) {
-    Result<tok::ChatTemplate> chat = fail(ErrorCode::kInternal, "unset");
-    if (options.chat_template == "auto") {
-      chat = tok::ChatTemplate::for_model(options.tokenizer);
-    } else if (auto family = tok::parse_chat_family(options.chat_template)) {
-      chat = tok::ChatTemplate(*family);
-    } else {
-      chat = fail(family.error());
-    }
-    if (!chat) return report_error(chat.error());
+    auto chat = tok::ChatTemplate::from_spec(options.chat_template, t);
+    if (!chat) return report_error(chat.error().with_context("--chat-template"));
     tok::ChatOptions chat_options;
     if (options.thinking == "on") chat_options.thinking = tok::Thinking::kOn;
     if (options.thinking == "off") chat_options.thinking = tok::Thinking::kOff;
@@ -161,8 +154,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   decode->excludes(ids)->excludes(count);
   cmd->add_flag("--skip-special-tokens", options->skip_special_tokens, "with --decode: drop special tokens");
   auto* chat = cmd->add_option("--chat-template", options->chat_template,
-                               "render stdin as one user message first: deepseek_v3, deepseek_v4, chatml, llama3, "
-                               "harmony, or auto (from --tokenizer's model name)");
+                               "render stdin as one user message first: auto (the model's own chat template), "
+                               "deepseek_v4 or harmony (native encodings), or a Jinja template file");
   chat->excludes(decode);
   cmd->add_option("--thinking", options->thinking, "with --chat-template: default, on or off")
       ->check(CLI::IsMember({"default", "on", "off"}));

@@ -129,7 +129,7 @@ class TokenizerCodec final : public TextCodec {
   std::optional<int32_t> vocab_size() const override { return tokenizer_->vocab_size(); }
   std::string description() const override {
     return fmt::format("exact token counts (tokenizer {}; chat template {})", tokenizer_->source(),
-                       chat_ ? std::string(tok::chat_family_name(chat_->family())) : "none: plain role format");
+                       chat_ ? chat_->name() : "none: plain role format");
   }
 
  private:
@@ -139,15 +139,16 @@ class TokenizerCodec final : public TextCodec {
 
 }  // namespace
 
-Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec,
-                                                        const std::string& model_name) {
+Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec) {
   auto tokenizer = tok::load_tokenizer(tokenizer_spec);
   if (!tokenizer) return std::unexpected(tokenizer.error());
+  // The model's own chat template; a tokenizer without one gets the plain role format (said in
+  // description()), but a template that does not parse is an error.
   std::optional<tok::ChatTemplate> chat;
-  if (auto from_model = tok::ChatTemplate::for_model(model_name)) {
-    chat = *from_model;
-  } else if (auto from_spec = tok::ChatTemplate::for_model(tokenizer_spec)) {
-    chat = *from_spec;
+  if (auto found = tok::ChatTemplate::for_tokenizer(**tokenizer)) {
+    chat = std::move(*found);
+  } else if (found.error().code() != ErrorCode::kNotFound) {
+    return std::unexpected(found.error());
   }
   auto codec = std::make_unique<TokenizerCodec>(std::move(*tokenizer), chat);
   if (codec->output_tokens().empty()) {

@@ -86,11 +86,10 @@ class TextCodec {
 std::unique_ptr<TextCodec> make_fallback_codec();
 
 // The exact codec: `tokenizer_spec` is a tokenizer.json path, a directory holding one, or a model
-// name tok::resolve_tokenizer knows. The chat template is the family of `model_name` (or of
-// `tokenizer_spec`); when neither names a known family, chat prompts use the fallback format
-// (said in description()).
-Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec,
-                                                        const std::string& model_name);
+// name tok::resolve_tokenizer knows. Chat messages are rendered with the model's own chat
+// template (tok::ChatTemplate::for_tokenizer); a tokenizer without one gets the fallback format
+// (said in description()). Errors: the tokenizer cannot be loaded, its template does not parse.
+Result<std::unique_ptr<TextCodec>> make_tokenizer_codec(const std::string& tokenizer_spec);
 
 // The passage output tokens are drawn from.
 std::string_view output_passage();

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 
-#include "common/utf8.h"
+#include "common/strings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ix::tok {
@@ -16,34 +18,10 @@ constexpr std::string_view kDsEos = "<｜end▁of▁sentence｜>";
 constexpr std::string_view kDsUser = "<｜User｜>";
 constexpr std::string_view kDsAssistant = "<｜Assistant｜>";
 
-// Python's str.isspace() set, which Jinja's `trim` filter (str.strip()) removes.
-bool python_space(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
-
-std::string python_strip(std::string_view text) {
-  if (!utf8::is_valid(text)) return python_strip(utf8::to_valid(text));
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t pos = begin;
-    if (!python_space(utf8::next_code_point(text, pos))) break;
-    begin = pos;
-  }
-  size_t end = begin;
-  size_t pos = begin;
-  while (pos < text.size()) {
-    const char32_t cp = utf8::next_code_point(text, pos);
-    if (!python_space(cp)) end = pos;
-  }
-  return std::string(text.substr(begin, end - begin));
-}
-
-std::string_view strip_char(std::string_view text, char c, bool left, bool right) {
-  while (left && !text.empty() && text.front() == c) text.remove_prefix(1);
-  while (right && !text.empty() && text.back() == c) text.remove_suffix(1);
-  return text;
-}
+struct PlainMessage {
+  std::string role;
+  std::string content;
+};
 
 std::string today_utc() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -54,14 +32,55 @@ std::string today_utc() {
   return buffer;
 }
 
-Error bad_role(ChatFamily family, const ChatMessage& message) {
-  return Error(ErrorCode::kInvalidArgument, fmt::format("chat template {} does not support role '{}' (use system, "
-                                                        "user or assistant)",
-                                                        chat_family_name(family), message.role));
+// "YYYY-MM-DD" -> a broken-down local time at midnight.
+Result<std::tm> parse_date(std::string_view date) {
+  std::tm tm{};
+  int year = 0, month = 0, day = 0;
+  char tail = 0;
+  const std::string text(date);
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &year, &month, &day, &tail) != 3 || month < 1 || month > 12 ||
+      day < 1 || day > 31) {
+    return fail(ErrorCode::kInvalidArgument, fmt::format("current date '{}' is not YYYY-MM-DD", date));
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_isdst = -1;
+  std::tm normalized = tm;
+  timegm(&normalized);  // fills tm_wday / tm_yday for %a, %j, ...
+  tm.tm_wday = normalized.tm_wday;
+  tm.tm_yday = normalized.tm_yday;
+  return tm;
 }
 
-Result<std::string> render_deepseek(std::span<const ChatMessage> messages, const ChatOptions& options, bool v4) {
-  const ChatFamily family = v4 ? ChatFamily::kDeepSeekV4 : ChatFamily::kDeepSeekV3;
+Error bad_role(std::string_view encoding, const PlainMessage& message) {
+  return Error(ErrorCode::kInvalidArgument, fmt::format("chat template {} does not support role '{}' (use system, "
+                                                        "user or assistant)",
+                                                        encoding, message.role));
+}
+
+// Role and text of each message, for the native encodings (content parts are joined; null is "").
+Result<std::vector<PlainMessage>> plain_messages(const jinja::Value& messages) {
+  std::vector<PlainMessage> out;
+  for (const auto& m : messages.items()) {
+    const jinja::Value* role = m.find("role");
+    if (!role || !role->is_string()) return fail(ErrorCode::kInvalidArgument, "a chat message has no string 'role'");
+    PlainMessage plain{role->as_string(), ""};
+    const jinja::Value* content = m.find("content");
+    if (content && content->is_string()) {
+      plain.content = content->as_string();
+    } else if (content && content->is_sequence()) {
+      for (const auto& part : content->items()) {
+        const jinja::Value* text = part.find("text");
+        if (text && text->is_string()) plain.content += text->as_string();
+      }
+    }
+    out.push_back(std::move(plain));
+  }
+  return out;
+}
+
+Result<std::string> render_deepseek_v4(std::span<const PlainMessage> messages, const ChatOptions& options) {
   std::string out(kDsBos);
   bool first_system = true;
   for (const auto& m : messages) {
@@ -78,103 +97,35 @@ Result<std::string> render_deepseek(std::span<const ChatMessage> messages, const
       out += m.content;
       last_was_user = true;
     } else if (m.role == "assistant") {
-      if (v4) {
-        // V3.1-style templates open the turn (non-thinking) only right after a user message and
-        // drop past reasoning.
-        std::string_view content = m.content;
-        if (auto cut = content.find("</think>"); cut != std::string_view::npos) content = content.substr(cut + 8);
-        if (last_was_user) {
-          out += kDsAssistant;
-          out += "</think>";
-        }
-        out += content;
-      } else {
+      // The turn is opened (non-thinking) only right after a user message; past reasoning is
+      // dropped.
+      std::string_view content = m.content;
+      if (auto cut = content.find("</think>"); cut != std::string_view::npos) content = content.substr(cut + 8);
+      if (last_was_user) {
         out += kDsAssistant;
-        out += m.content;
+        out += "</think>";
       }
+      out += content;
       out += kDsEos;
       last_was_user = false;
     } else {
-      return fail(bad_role(family, m));
+      return fail(bad_role("deepseek_v4", m));
     }
   }
-  if (options.add_generation_prompt && (!v4 || last_was_user)) {
+  if (options.add_generation_prompt && last_was_user) {
     out += kDsAssistant;
-    if (v4) {
-      out += options.thinking == Thinking::kOn ? "<think>" : "</think>";
-    } else if (options.thinking == Thinking::kOn) {
-      out += "<think>\n";
-    }
+    out += options.thinking == Thinking::kOn ? "<think>" : "</think>";
   }
   return out;
 }
 
-Result<std::string> render_chatml(std::span<const ChatMessage> messages, const ChatOptions& options) {
-  std::string out;
-  if (messages.front().role == "system") out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
-  size_t last_query = messages.size() - 1;
-  for (size_t i = messages.size(); i-- > 0;) {
-    const auto& c = messages[i].content;
-    if (messages[i].role == "user" && !(c.starts_with("<tool_response>") && c.ends_with("</tool_response>"))) {
-      last_query = i;
-      break;
-    }
-  }
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    if (m.role == "user" || (m.role == "system" && i != 0)) {
-      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-    } else if (m.role == "assistant") {
-      std::string_view content = m.content;
-      std::string_view reasoning;
-      if (const size_t close = content.rfind("</think>"); close != std::string_view::npos) {
-        const std::string_view before = content.substr(0, content.find("</think>"));
-        content = strip_char(std::string_view(m.content).substr(close + 8), '\n', true, false);
-        reasoning = strip_char(before, '\n', false, true);
-        if (const size_t open = reasoning.rfind("<think>"); open != std::string_view::npos) {
-          reasoning = reasoning.substr(open + 7);
-        }
-        reasoning = strip_char(reasoning, '\n', true, false);
-      }
-      const bool last = i + 1 == messages.size();
-      if (i > last_query && (last || !reasoning.empty())) {
-        out += "<|im_start|>assistant\n<think>\n";
-        out += strip_char(reasoning, '\n', true, true);
-        out += "\n</think>\n\n";
-        out += strip_char(content, '\n', true, false);
-      } else {
-        out += "<|im_start|>assistant\n";
-        out += content;
-      }
-      out += "<|im_end|>\n";
-    } else if (m.role != "system") {
-      return fail(bad_role(ChatFamily::kChatMl, m));
-    }
-  }
-  if (options.add_generation_prompt) {
-    out += "<|im_start|>assistant\n";
-    if (options.thinking == Thinking::kOff) out += "<think>\n\n</think>\n\n";
-  }
-  return out;
-}
-
-Result<std::string> render_llama3(std::span<const ChatMessage> messages, const ChatOptions& options) {
-  std::string out = "<|begin_of_text|>";
-  for (const auto& m : messages) {
-    if (m.role != "system" && m.role != "user" && m.role != "assistant") return fail(bad_role(ChatFamily::kLlama3, m));
-    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + python_strip(m.content) + "<|eot_id|>";
-  }
-  if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
-}
-
-Result<std::string> render_harmony(std::span<const ChatMessage> messages, const ChatOptions& options) {
+Result<std::string> render_harmony(std::span<const PlainMessage> messages, const ChatOptions& options) {
   const std::string date = options.current_date.empty() ? today_utc() : options.current_date;
   std::string out = fmt::format(
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
       "Knowledge cutoff: 2024-06\nCurrent date: {}\n\nReasoning: {}\n\n"
       "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>",
-      date, options.reasoning_effort);
+      date, options.reasoning_effort.value_or("medium"));
   size_t start = 0;
   if (messages.front().role == "system" || messages.front().role == "developer") {
     if (!messages.front().content.empty()) {
@@ -183,86 +134,154 @@ Result<std::string> render_harmony(std::span<const ChatMessage> messages, const 
     start = 1;
   }
   for (size_t i = start; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
+    const PlainMessage& m = messages[i];
     if (m.role == "user") {
       out += "<|start|>user<|message|>" + m.content + "<|end|>";
     } else if (m.role == "assistant") {
       const bool final_turn = i + 1 == messages.size() && !options.add_generation_prompt;
       out += "<|start|>assistant<|channel|>final<|message|>" + m.content + (final_turn ? "<|return|>" : "<|end|>");
     } else if (m.role == "system" || m.role == "developer") {
-      // The gpt-oss template renders only the first system/developer message.
+      // The gpt-oss encoding renders only the first system/developer message.
       continue;
     } else {
-      return fail(bad_role(ChatFamily::kHarmony, m));
+      return fail(bad_role("harmony", m));
     }
   }
   if (options.add_generation_prompt) out += "<|start|>assistant";
   return out;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+bool has_harmony_vocabulary(const Tokenizer& tokenizer) {
+  for (const char* token : {"<|start|>", "<|channel|>", "<|message|>", "<|return|>"}) {
+    if (!tokenizer.token_to_id(token)) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-std::string_view chat_family_name(ChatFamily family) {
-  switch (family) {
-    case ChatFamily::kDeepSeekV3: return "deepseek_v3";
-    case ChatFamily::kDeepSeekV4: return "deepseek_v4";
-    case ChatFamily::kChatMl: return "chatml";
-    case ChatFamily::kLlama3: return "llama3";
-    case ChatFamily::kHarmony: return "harmony";
-  }
-  return "unknown";
+Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source, std::string_view name,
+                                              SpecialTokens special_tokens) {
+  auto parsed = jinja::Template::parse(source, name);
+  if (!parsed) return fail(parsed.error());
+  ChatTemplate chat(Kind::kJinja, std::string(name));
+  chat.template_ = std::make_shared<const jinja::Template>(std::move(*parsed));
+  chat.special_tokens_ = std::move(special_tokens);
+  return chat;
 }
 
-Result<ChatFamily> parse_chat_family(std::string_view name) {
-  const std::string n = lower(name);
-  if (n == "deepseek_v3" || n == "deepseek-v3" || n == "deepseek_r1") return ChatFamily::kDeepSeekV3;
-  if (n == "deepseek_v4" || n == "deepseek-v4") return ChatFamily::kDeepSeekV4;
-  if (n == "chatml" || n == "qwen3") return ChatFamily::kChatMl;
-  if (n == "llama3" || n == "llama3_1" || n == "llama-3") return ChatFamily::kLlama3;
-  if (n == "harmony" || n == "gptoss" || n == "gpt-oss") return ChatFamily::kHarmony;
-  return fail(
-      ErrorCode::kInvalidArgument,
-      fmt::format("unknown chat template '{}' (expected deepseek_v3, deepseek_v4, chatml, llama3, harmony)", name));
+namespace {
+
+ChatTemplate::SpecialTokens special_tokens_of(const TokenizerConfig& config) {
+  return {config.bos_token, config.eos_token, config.pad_token};
 }
 
-ChatTemplate::ChatTemplate(ChatFamily family) : family_(family) {}
+}  // namespace
 
-Result<ChatTemplate> ChatTemplate::for_model(std::string_view model_or_path) {
-  if (auto family = parse_chat_family(model_or_path)) return ChatTemplate(*family);
-  const std::string m = lower(model_or_path);
-  // V3.1 and later (V3.1, V3.2, V4) use the thinking-switch template.
-  if (m.find("deepseek-v3.1") != std::string::npos || m.find("deepseek-v3.2") != std::string::npos ||
-      m.find("deepseek-v4") != std::string::npos) {
-    return ChatTemplate(ChatFamily::kDeepSeekV4);
+Result<ChatTemplate> ChatTemplate::for_tokenizer(const Tokenizer& tokenizer) {
+  const TokenizerConfig& config = tokenizer.config();
+  if (config.chat_template) {
+    std::string name = config.chat_template_origin.empty() ? "chat_template" : config.chat_template_origin;
+    if (std::string_view(name).ends_with("tokenizer_config.json")) name += " chat_template";
+    return from_jinja(*config.chat_template, name, special_tokens_of(config));
   }
-  if (m.find("deepseek") != std::string::npos) return ChatTemplate(ChatFamily::kDeepSeekV3);
-  if (m.find("qwen") != std::string::npos) return ChatTemplate(ChatFamily::kChatMl);
-  if (m.find("llama") != std::string::npos) return ChatTemplate(ChatFamily::kLlama3);
-  if (m.find("gpt-oss") != std::string::npos || m.find("gptoss") != std::string::npos) {
-    return ChatTemplate(ChatFamily::kHarmony);
+  if (has_harmony_vocabulary(tokenizer)) return harmony();
+  const std::filesystem::path source(tokenizer.source());
+  const std::filesystem::path dir = source.has_parent_path() ? source.parent_path() : std::filesystem::path(".");
+  std::string message =
+      fmt::format("the tokenizer {} has no chat template: looked for `chat_template` in {} and for {}",
+                  tokenizer.source(), (dir / "tokenizer_config.json").string(), (dir / "chat_template.jinja").string());
+  if (!config.chat_template_names.empty()) {
+    std::string names;
+    for (const auto& n : config.chat_template_names) names += (names.empty() ? "" : ", ") + n;
+    message += fmt::format(" (tokenizer_config.json lists templates {} but none named 'default')", names);
   }
-  return fail(ErrorCode::kNotFound,
-              fmt::format("no chat template known for '{}'; pass one of deepseek_v3, deepseek_v4, chatml, llama3, "
-                          "harmony",
-                          model_or_path));
+  return fail(ErrorCode::kNotFound, message);
+}
+
+Result<ChatTemplate> ChatTemplate::from_file(const std::filesystem::path& path, const Tokenizer& tokenizer) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return fail(ErrorCode::kNotFound, fmt::format("chat template file {} not found", path.string()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) {
+    return fail(ErrorCode::kIo, fmt::format("cannot read chat template file {}", path.string()));
+  }
+  return from_jinja(text.str(), path.string(), special_tokens_of(tokenizer.config()));
+}
+
+Result<ChatTemplate> ChatTemplate::from_spec(std::string_view spec, const Tokenizer& tokenizer) {
+  const std::string name = ascii_lower(spec);
+  if (name == "auto") return for_tokenizer(tokenizer);
+  if (name == "deepseek_v4" || name == "deepseek-v4") return deepseek_v4();
+  if (name == "harmony") return harmony();
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(std::filesystem::path(std::string(spec)), ec)) {
+    return from_file(std::string(spec), tokenizer);
+  }
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("unknown chat template '{}' (expected auto for the model's own, deepseek_v4, harmony, or "
+                          "the path of a Jinja template file)",
+                          spec));
+}
+
+ChatTemplate ChatTemplate::deepseek_v4() {
+  return ChatTemplate(Kind::kDeepSeekV4, "deepseek_v4");
+}
+
+ChatTemplate ChatTemplate::harmony() {
+  return ChatTemplate(Kind::kHarmony, "harmony");
 }
 
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, const ChatOptions& options) const {
-  if (messages.empty()) return fail(ErrorCode::kInvalidArgument, "cannot render an empty conversation");
-  switch (family_) {
-    case ChatFamily::kDeepSeekV3: return render_deepseek(messages, options, false);
-    case ChatFamily::kDeepSeekV4: return render_deepseek(messages, options, true);
-    case ChatFamily::kChatMl: return render_chatml(messages, options);
-    case ChatFamily::kLlama3: return render_llama3(messages, options);
-    case ChatFamily::kHarmony: return render_harmony(messages, options);
+  std::vector<jinja::Value> list;
+  list.reserve(messages.size());
+  for (const auto& m : messages) list.push_back(jinja::Value::dict({{"role", m.role}, {"content", m.content}}));
+  return render(jinja::Value::list(std::move(list)), options);
+}
+
+Result<std::string> ChatTemplate::render(const jinja::Value& messages, const ChatOptions& options) const {
+  if (!messages.is_sequence()) {
+    return fail(ErrorCode::kInvalidArgument, "chat messages must be a list of {role, content} objects");
   }
-  return fail(ErrorCode::kInternal, "unknown chat family");
+  if (messages.items().empty()) return fail(ErrorCode::kInvalidArgument, "cannot render an empty conversation");
+  if (kind_ != Kind::kJinja) {
+    auto plain = plain_messages(messages);
+    if (!plain) return fail(plain.error());
+    return kind_ == Kind::kDeepSeekV4 ? render_deepseek_v4(*plain, options) : render_harmony(*plain, options);
+  }
+  // The variables transformers' apply_chat_template passes (tools and documents are None when
+  // absent), then the caller's extras.
+  std::vector<jinja::DictEntry> variables = {
+      {jinja::Value("messages"), messages},
+      {jinja::Value("tools"), options.tools.is_undefined() ? jinja::Value::none() : options.tools},
+      {jinja::Value("documents"), jinja::Value::none()},
+      {jinja::Value("add_generation_prompt"), jinja::Value(options.add_generation_prompt)},
+  };
+  for (const auto& [key, token] :
+       {std::pair{"bos_token", &special_tokens_.bos_token}, std::pair{"eos_token", &special_tokens_.eos_token},
+        std::pair{"pad_token", &special_tokens_.pad_token}}) {
+    if (*token) variables.emplace_back(jinja::Value(key), jinja::Value(**token));
+  }
+  if (options.thinking != Thinking::kDefault) {
+    const bool on = options.thinking == Thinking::kOn;
+    variables.emplace_back(jinja::Value("enable_thinking"), jinja::Value(on));
+    variables.emplace_back(jinja::Value("thinking"), jinja::Value(on));
+  }
+  if (options.reasoning_effort) {
+    variables.emplace_back(jinja::Value("reasoning_effort"), jinja::Value(*options.reasoning_effort));
+  }
+  for (const auto& [key, value] : options.extra) variables.emplace_back(jinja::Value(key), value);
+  jinja::RenderOptions render_options;
+  if (!options.current_date.empty()) {
+    auto date = parse_date(options.current_date);
+    if (!date) return fail(date.error());
+    render_options.now = *date;
+  }
+  return template_->render(jinja::Value::dict(std::move(variables)), render_options);
 }
 
 Result<size_t> ChatTemplate::overhead_tokens(const Tokenizer& tokenizer, const ChatOptions& options) const {

@@ -111,9 +111,10 @@ Result<std::string> PromptSynth::chat_user_content(const ChatTemplate& chat, con
   auto overhead = chat.overhead_tokens(*tokenizer_, options);
   if (!overhead) return fail(overhead.error());
   if (total_tokens < *overhead + 1) {
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("a {}-token chat prompt is shorter than the {} template's own {} tokens + 1", total_tokens,
-                            chat_family_name(chat.family()), *overhead));
+    return fail(
+        ErrorCode::kInvalidArgument,
+        fmt::format("a {}-token chat prompt is shorter than the chat template's own {} tokens + 1 (template {})",
+                    total_tokens, *overhead, chat.name()));
   }
   size_t content_tokens = total_tokens - *overhead;
   for (int round = 0; round < 8; ++round) {
@@ -127,8 +128,8 @@ Result<std::string> PromptSynth::chat_user_content(const ChatTemplate& chat, con
     if (static_cast<int64_t>(content_tokens) + delta < 1) break;
     content_tokens = static_cast<size_t>(static_cast<int64_t>(content_tokens) + delta);
   }
-  return fail(ErrorCode::kInternal, fmt::format("could not reach exactly {} tokens with the {} template", total_tokens,
-                                                chat_family_name(chat.family())));
+  return fail(ErrorCode::kInternal,
+              fmt::format("could not reach exactly {} tokens with the chat template {}", total_tokens, chat.name()));
 }
 
 StreamingTokenCounter::StreamingTokenCounter(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {

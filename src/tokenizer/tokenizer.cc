@@ -1079,8 +1079,22 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
       if (const auto* v = c.if_contains("tokenizer_class"); v != nullptr && v->is_string()) {
         impl->config.tokenizer_class = std::string(v->get_string());
       }
-      if (const auto* v = c.if_contains("chat_template"); v != nullptr && v->is_string()) {
-        impl->config.chat_template = std::string(v->get_string());
+      if (const auto* v = c.if_contains("chat_template"); v != nullptr) {
+        if (v->is_string()) {
+          impl->config.chat_template = std::string(v->get_string());
+        } else if (v->is_array()) {
+          // Named templates ([{"name": "default", "template": ...}, {"name": "tool_use", ...}]):
+          // transformers renders "default" unless told otherwise.
+          for (const auto& entry : v->get_array()) {
+            if (!entry.is_object()) continue;
+            const auto* name = entry.get_object().if_contains("name");
+            const auto* text = entry.get_object().if_contains("template");
+            if (name == nullptr || !name->is_string() || text == nullptr || !text->is_string()) continue;
+            impl->config.chat_template_names.emplace_back(name->get_string());
+            if (name->get_string() == "default") impl->config.chat_template = std::string(text->get_string());
+          }
+        }
+        if (impl->config.chat_template) impl->config.chat_template_origin = "tokenizer_config.json";
       }
     }
   }
@@ -1105,7 +1119,18 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& 
     if (!c) return fail(c.error());
     config_text = std::move(*c);
   }
-  return from_json(*text, config_text, file.string());
+  auto tokenizer = from_json(*text, config_text, file.string());
+  if (!tokenizer) return tokenizer;
+  TokenizerConfig& config = (*tokenizer)->impl_->config;
+  if (config.chat_template) config.chat_template_origin = config_path.string();
+  const auto jinja_path = file.parent_path() / "chat_template.jinja";
+  if (std::filesystem::is_regular_file(jinja_path, ec)) {
+    auto jinja = read_text(jinja_path);
+    if (!jinja) return fail(jinja.error());
+    config.chat_template = std::move(*jinja);
+    config.chat_template_origin = jinja_path.string();
+  }
+  return tokenizer;
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -47,15 +47,20 @@ struct TokenizerConfig {
   // that load the tokenizer through transformers' LlamaTokenizerFast prepend BOS when it is true.
   bool add_bos_token = false;
   std::string tokenizer_class;
-  // The Jinja chat template text when the config carries one (informational; rendering is done
-  // by chat_template.h, which does not evaluate Jinja).
+  // The model's Jinja chat template (chat_template.h renders it): tokenizer_config.json's
+  // `chat_template` string, or the entry named "default" when it is a list of {name, template};
+  // a chat_template.jinja file beside tokenizer.json takes precedence (transformers' order).
   std::optional<std::string> chat_template;
+  // The file the template came from ("" when there is none).
+  std::string chat_template_origin;
+  // The names tokenizer_config.json lists when `chat_template` is a list.
+  std::vector<std::string> chat_template_names;
 };
 
 class Tokenizer {
  public:
   // Loads `tokenizer.json` given either the file itself or a directory holding it (plus
-  // tokenizer_config.json when present next to it). Errors: kNotFound (no file), kParse (bad
+  // tokenizer_config.json and chat_template.jinja when present next to it). Errors: kNotFound (no file), kParse (bad
   // JSON, with line:column), kUnsupported (a component or option ixbench does not implement,
   // named in the message), kInvalidArgument (inconsistent vocab/merges).
   static Result<std::unique_ptr<Tokenizer>> load(const std::filesystem::path& tokenizer_json_or_dir);

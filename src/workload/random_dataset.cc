@@ -49,7 +49,8 @@ RandomDataset::RandomDataset(const tok::PromptSynth& synth, PromptFormat format,
                              uint64_t seed, tok::Thinking thinking)
     : synth_(&synth), format_(format), chat_(std::move(chat)), seed_(seed) {
   chat_options_.thinking = thinking;
-  // Pinned so prompts are reproducible across days (harmony renders the current date).
+  // Pinned so prompts are reproducible across days (harmony and templates calling strftime_now()
+  // render the current date).
   chat_options_.current_date = "2026-01-01";
   plain_special_tokens_ = static_cast<int64_t>(synth.tokenizer().num_special_tokens_to_add());
 }

@@ -51,7 +51,7 @@ class ServerPrompts : public ::testing::Test {
     ASSERT_TRUE(started) << started.error().to_string();
     server_ = std::move(*started);
     // The server's own codec (same tokenizer and chat template), to count locally.
-    auto codec = serve::make_tokenizer_codec("deepseek_v3", "deepseek-r1");
+    auto codec = serve::make_tokenizer_codec("deepseek_v3");
     ASSERT_TRUE(codec) << codec.error().to_string();
     codec_ = std::move(*codec);
   }

@@ -125,7 +125,7 @@ TEST(TokenizeChatTemplate, RendersGoldenAndTokenizesLikeOracle) {
   std::string golden;
   for (const auto& g : root.as_object().at("goldens").as_array()) {
     const auto& o = g.as_object();
-    if (o.at("family").as_string() == "chatml" && o.at("conversation").as_string() == "user" &&
+    if (o.at("template").as_string() == "qwen3" && o.at("conversation").as_string() == "user" &&
         o.at("add_generation_prompt").as_bool() && o.at("thinking").as_string() == "off") {
       golden = std::string(o.at("expected").as_string());
     }
@@ -143,6 +143,44 @@ TEST(TokenizeChatTemplate, RendersGoldenAndTokenizesLikeOracle) {
   EXPECT_EQ(r.out, expected + "\n");
   r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--chat-template", "jinja"}, "x");
   EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown chat template 'jinja'"), std::string::npos) << r.err;
+}
+
+// The native encodings, a template file, and gpt-oss (whose package ships no template: harmony).
+TEST(TokenizeChatTemplate, NativeEncodingsAndTemplateFiles) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(package_json("deepseek_v3"), ec) ||
+      !std::filesystem::is_regular_file(package_json("gptoss"), ec)) {
+    GTEST_SKIP() << "node_modules missing; run scripts/bootstrap.sh";
+  }
+  auto r = run_ixbench(
+      {"tokenize", "--tokenizer", "deepseek_v3", "--chat-template", "deepseek_v4", "--thinking", "on", "--json"}, "Hi");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The rendered prompt, from the --json output's token texts.
+  const auto joined_tokens = [](const std::string& out) {
+    const boost::json::value parsed = boost::json::parse(out);
+    std::string text;
+    for (const auto& t : parsed.at("tokens").as_array()) text += std::string(t.as_string());
+    return text;
+  };
+  EXPECT_EQ(joined_tokens(r.out), "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>");
+
+  const auto file =
+      std::filesystem::temp_directory_path() / ("ixbench-tokenize-" + std::to_string(::getpid()) + ".jinja");
+  {
+    std::ofstream out(file);
+    out << "{{ bos_token }}[{{ messages[0].content }}]";
+  }
+  r = run_ixbench({"tokenize", "--tokenizer", "deepseek_v3", "--chat-template", file.string(), "--json"}, "Hi");
+  std::filesystem::remove(file, ec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(joined_tokens(r.out), "<｜begin▁of▁sentence｜>[Hi]");
+
+  r = run_ixbench({"tokenize", "--tokenizer", "gptoss", "--chat-template", "auto", "--json"}, "Hi");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = joined_tokens(r.out);
+  EXPECT_TRUE(text.starts_with("<|start|>system<|message|>You are ChatGPT")) << text;
+  EXPECT_TRUE(text.ends_with("<|start|>user<|message|>Hi<|end|><|start|>assistant")) << text;
 }
 
 size_t lines(const std::string& text) {

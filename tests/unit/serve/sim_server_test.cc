@@ -589,7 +589,7 @@ TEST(SimServer, EveryServedModelNameIsAcceptedAndTheFirstIsReported) {
 }
 
 TEST(SimServer, ExactTokenizerHonoursAddSpecialTokensAndItsVocabulary) {
-  auto codec = make_tokenizer_codec("deepseek_v3", "deepseek-r1");
+  auto codec = make_tokenizer_codec("deepseek_v3");
   if (!codec) GTEST_SKIP() << "DeepSeek tokenizer not installed: " << codec.error().to_string();
   const int32_t vocab = *(*codec)->vocab_size();
   Server server(Mode::kNoDelay, {}, 30, 10, 4096, std::move(*codec));
@@ -615,7 +615,7 @@ TEST(SimServer, ExactTokenizerHonoursAddSpecialTokensAndItsVocabulary) {
 
 // The deepseek_v3 codec, or nullptr (the test skips) when the package is not installed.
 std::unique_ptr<TextCodec> deepseek_codec() {
-  auto codec = make_tokenizer_codec("deepseek_v3", "deepseek-r1");
+  auto codec = make_tokenizer_codec("deepseek_v3");
   return codec ? std::move(*codec) : nullptr;
 }
 

@@ -94,12 +94,12 @@ TEST_F(RandomDatasetTest, PlainPromptsHaveExactTokenCountsAndAreSeeded) {
 }
 
 TEST_F(RandomDatasetTest, ChatTemplateOverheadIsSubtracted) {
-  RandomDataset rendered(*synth_, PromptFormat::kChatRendered, tok::ChatTemplate(tok::ChatFamily::kDeepSeekV3), 1);
+  RandomDataset rendered(*synth_, PromptFormat::kChatRendered, *tok::ChatTemplate::for_tokenizer(*tokenizer_), 1);
   auto text = rendered.prompt(0, 100);
   ASSERT_TRUE(text.has_value()) << text.error().to_string();
   EXPECT_EQ(tokenizer_->count_tokens(*text), 100u);
   EXPECT_NE(text->find("<｜User｜>"), std::string::npos);
-  RandomDataset content(*synth_, PromptFormat::kChatContent, tok::ChatTemplate(tok::ChatFamily::kDeepSeekV3), 1);
+  RandomDataset content(*synth_, PromptFormat::kChatContent, *tok::ChatTemplate::for_tokenizer(*tokenizer_), 1);
   auto user = content.prompt(0, 100);
   ASSERT_TRUE(user.has_value());
   EXPECT_LT(tokenizer_->count_tokens(*user), 100u);
@@ -109,7 +109,7 @@ TEST_F(RandomDatasetTest, MinPromptTokensIsTheShortestPromptItCanMake) {
   RandomDataset plain(*synth_, PromptFormat::kPlain, std::nullopt, 1);
   EXPECT_EQ(*plain.min_prompt_tokens(), 1);
   for (const auto format : {PromptFormat::kChatRendered, PromptFormat::kChatContent}) {
-    RandomDataset chat(*synth_, format, tok::ChatTemplate(tok::ChatFamily::kDeepSeekV3), 1);
+    RandomDataset chat(*synth_, format, *tok::ChatTemplate::for_tokenizer(*tokenizer_), 1);
     auto shortest = chat.min_prompt_tokens();
     ASSERT_TRUE(shortest.has_value()) << shortest.error().to_string();
     EXPECT_GT(*shortest, 1);
