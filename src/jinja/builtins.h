@@ -31,9 +31,10 @@ Result<bool> less_than(const Value& left, const Value& right);
 // Python slicing of str/list/tuple.
 Result<Value> slice_value(const Value& object, const Value& start, const Value& stop, const Value& step);
 
-// "%s" % args (Python printf-style formatting) and str.format.
-Result<std::string> percent_format(std::string_view format, const Value& args);
-Result<std::string> str_format(std::string_view format, const CallArgs& args);
+// "%s" % args (Python printf-style formatting) and str.format; results longer than max_bytes
+// are errors.
+Result<std::string> percent_format(std::string_view format, const Value& args, size_t max_bytes);
+Result<std::string> str_format(std::string_view format, const CallArgs& args, size_t max_bytes);
 
 // Python json.dumps(value, ensure_ascii, indent, separators, sort_keys) as transformers' tojson.
 struct JsonOptions {

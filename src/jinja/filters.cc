@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "jinja/builtins.h"
 #include "jinja/interp.h"
@@ -142,12 +143,14 @@ Result<Value> f_trim(Interp&, const Value& v, CallArgs& args) {
   return Value(py::strip(v.str(), chars, true, true));
 }
 
-Result<Value> f_replace(Interp&, const Value& v, CallArgs& args) {
+Result<Value> f_replace(Interp& interp, const Value& v, CallArgs& args) {
   auto b = bind("replace", args, {"old", "new", "count"}, 2);
   if (!b) return fail(b.error());
   auto count = (*b)[2] && !(*b)[2]->is_none() ? int_arg((*b)[2], -1, "count") : Result<int64_t>(-1);
   if (!count) return fail(count.error());
-  return Value(py::replace(v.str(), (*b)[0]->str(), (*b)[1]->str(), *count));
+  auto replaced = py::replace(v.str(), (*b)[0]->str(), (*b)[1]->str(), *count, interp.max_bytes());
+  if (!replaced) return fail(type_error(fmt::format("replace() result would exceed {} bytes", interp.max_bytes())));
+  return Value(std::move(*replaced));
 }
 
 Result<Value> f_center(Interp&, const Value& v, CallArgs& args) {
@@ -158,14 +161,14 @@ Result<Value> f_center(Interp&, const Value& v, CallArgs& args) {
   const std::string text = v.str();
   const auto length = static_cast<int64_t>(py::length(text));
   if (*width <= length) return Value(text);
-  if (*width > (int64_t{1} << 26)) return fail(type_error("center() width too large"));
+  if (*width > (int64_t{1} << 24)) return fail(type_error("center() width too large"));
   const int64_t margin = *width - length;
   const int64_t left = margin / 2 + (margin & *width & 1);
   return Value(std::string(static_cast<size_t>(left), ' ') + text +
                std::string(static_cast<size_t>(margin - left), ' '));
 }
 
-Result<Value> f_indent(Interp&, const Value& v, CallArgs& args) {
+Result<Value> f_indent(Interp& interp, const Value& v, CallArgs& args) {
   auto b = bind("indent", args, {"width", "first", "blank"});
   if (!b) return fail(b.error());
   std::string indention = "    ";
@@ -182,7 +185,9 @@ Result<Value> f_indent(Interp&, const Value& v, CallArgs& args) {
   const bool first = (*b)[1] && (*b)[1]->truthy();
   const bool blank = (*b)[2] && (*b)[2]->truthy();
   // Jinja2 appends a newline so splitlines() keeps a trailing empty line.
-  const std::vector<std::string> lines = py::splitlines(v.str() + "\n", false);
+  const std::string text = v.str();
+  const std::vector<std::string> lines = py::splitlines(text + "\n", false);
+  if (auto r = interp.check_size(text.size() + (lines.size() + 1) * (indention.size() + 1)); !r) return fail(r.error());
   std::string out;
   if (blank) {
     for (size_t index = 0; index < lines.size(); ++index) {
@@ -262,7 +267,7 @@ Result<Value> f_string(Interp&, const Value& v, CallArgs& args) {
   return v.is_string() ? v : Value(v.str());
 }
 
-Result<Value> f_format(Interp&, const Value& v, CallArgs& args) {
+Result<Value> f_format(Interp& interp, const Value& v, CallArgs& args) {
   if (!args.args.empty() && !args.kwargs.empty()) {
     return fail(type_error("format(): can't handle positional and keyword arguments at the same time"));
   }
@@ -274,7 +279,7 @@ Result<Value> f_format(Interp&, const Value& v, CallArgs& args) {
   } else {
     values = Value::tuple(std::move(args.args));
   }
-  auto out = percent_format(v.str(), values);
+  auto out = percent_format(v.str(), values, interp.max_bytes());
   if (!out) return fail(out.error());
   return Value(std::move(*out));
 }
@@ -575,6 +580,9 @@ Result<Value> f_unique(Interp& interp, const Value& v, CallArgs& args) {
   const bool case_sensitive = (*b)[0] && (*b)[0]->truthy();
   auto items = iterate(v);
   if (!items) return fail(items.error());
+  // Strings and integers (the usual keys) are looked up by hash; other keys by comparison.
+  std::unordered_set<std::string> seen_strings;
+  std::unordered_set<int64_t> seen_ints;
   std::vector<Value> seen;
   std::vector<Value> out;
   for (auto& item : *items) {
@@ -586,8 +594,17 @@ Result<Value> f_unique(Interp& interp, const Value& v, CallArgs& args) {
     }
     key = ignore_case(key, case_sensitive);
     if (key.is_list() || key.is_dict()) return fail(type_error(fmt::format("unhashable type: '{}'", key.type_name())));
-    if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return s.equals(key); })) continue;
-    seen.push_back(std::move(key));
+    if (key.is_string()) {
+      if (!seen_strings.insert(key.as_string()).second) continue;
+    } else if (key.is_int() || key.is_bool() ||
+               (key.is_float() && key.as_float() == std::floor(key.as_float()) && std::fabs(key.as_float()) < 9e18)) {
+      // 1, 1.0 and True are one key, as in a Python set.
+      if (!seen_ints.insert(key.is_float() ? static_cast<int64_t>(key.as_float()) : key.as_int()).second) continue;
+    } else {
+      if (auto r = interp.step(1 + seen.size() / 16); !r) return fail(r.error());
+      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return s.equals(key); })) continue;
+      seen.push_back(std::move(key));
+    }
     out.push_back(std::move(item));
   }
   return Value::list(std::move(out));

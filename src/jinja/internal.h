@@ -99,7 +99,9 @@ std::string strip(std::string_view text, const std::optional<std::string>& chars
 std::vector<std::string> split(std::string_view text, const std::optional<std::string>& sep, int64_t maxsplit);
 std::vector<std::string> rsplit(std::string_view text, const std::optional<std::string>& sep, int64_t maxsplit);
 std::vector<std::string> splitlines(std::string_view text, bool keepends);
-std::string replace(std::string_view text, std::string_view old, std::string_view replacement, int64_t count);
+// nullopt when the result would be longer than `max_bytes`.
+std::optional<std::string> replace(std::string_view text, std::string_view old, std::string_view replacement,
+                                   int64_t count, size_t max_bytes);
 // str.find / str.count over code points (start/end in code points, Python slice rules).
 int64_t find(std::string_view text, std::string_view sub, bool reverse);
 int64_t count(std::string_view text, std::string_view sub);

@@ -53,8 +53,9 @@ class Interp {
   const std::tm& now() const { return now_; }
   // Fails when a value about to be built would exceed the output limit.
   Result<void> check_size(size_t bytes) const;
-  // Counts one unit of work (loop iteration, call); fails past the step limit.
-  Result<void> step();
+  // Counts one unit of work (loop iteration, call), or `units` for a scan over many items; fails
+  // past the step limit.
+  Result<void> step(uint64_t units = 1);
   const Program& program() const { return program_; }
   size_t max_bytes() const { return options_.max_output_bytes; }
   // Keeps a namespace() object to release when the render ends.

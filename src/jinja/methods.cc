@@ -141,7 +141,7 @@ Result<Value> justify(const std::string& text, CallArgs& args, std::string_view 
   }
   const auto length = static_cast<int64_t>(py::length(text));
   if (*width <= length) return Value(text);
-  if (*width > (int64_t{1} << 26)) return fail(type_error(fmt::format("{}() width too large", method)));
+  if (*width > (int64_t{1} << 24)) return fail(type_error(fmt::format("{}() width too large", method)));
   const int64_t margin = *width - length;
   int64_t left = 0;
   if (method == "rjust") {
@@ -156,7 +156,7 @@ Result<Value> justify(const std::string& text, CallArgs& args, std::string_view 
   return Value(std::move(out));
 }
 
-Result<Value> str_method(const Value& self, std::string_view name, CallArgs& args) {
+Result<Value> str_method(const Value& self, std::string_view name, CallArgs& args, size_t max_bytes) {
   const std::string& text = self.as_string();
   const auto no_args = [&]() -> Result<void> {
     if (!args.args.empty() || !args.kwargs.empty()) {
@@ -200,7 +200,9 @@ Result<Value> str_method(const Value& self, std::string_view name, CallArgs& arg
     if (!replacement) return fail(replacement.error());
     auto count = int_arg((*bound)[2], -1, name);
     if (!count) return fail(count.error());
-    return Value(py::replace(text, *old, *replacement, *count));
+    auto replaced = py::replace(text, *old, *replacement, *count, max_bytes);
+    if (!replaced) return fail(type_error(fmt::format("replace() result would exceed {} bytes", max_bytes)));
+    return Value(std::move(*replaced));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     return find_like(text, args, name);
@@ -213,7 +215,7 @@ Result<Value> str_method(const Value& self, std::string_view name, CallArgs& arg
     if (!width) return fail(width.error());
     const auto length = static_cast<int64_t>(py::length(text));
     if (*width <= length) return Value(text);
-    if (*width > (int64_t{1} << 26)) return fail(type_error("zfill() width too large"));
+    if (*width > (int64_t{1} << 24)) return fail(type_error("zfill() width too large"));
     const std::string zeros(static_cast<size_t>(*width - length), '0');
     if (!text.empty() && (text[0] == '+' || text[0] == '-')) return Value(text.substr(0, 1) + zeros + text.substr(1));
     return Value(zeros + text);
@@ -232,6 +234,8 @@ Result<Value> str_method(const Value& self, std::string_view name, CallArgs& arg
       }
       if (index) out += text;
       out += item.as_string();
+      if (out.size() > max_bytes)
+        return fail(type_error(fmt::format("join() result would exceed {} bytes", max_bytes)));
     }
     return Value(std::move(out));
   }
@@ -260,7 +264,7 @@ Result<Value> str_method(const Value& self, std::string_view name, CallArgs& arg
     return Value(text);
   }
   if (name == "format") {
-    auto formatted = str_format(text, args);
+    auto formatted = str_format(text, args, max_bytes);
     if (!formatted) return fail(formatted.error());
     return Value(std::move(*formatted));
   }
@@ -352,9 +356,9 @@ MethodKind method_kind(const Value& self, std::string_view name) {
   }
 }
 
-Result<Value> call_method(Interp& /*interp*/, const Value& self, std::string_view name, CallArgs& args) {
+Result<Value> call_method(Interp& interp, const Value& self, std::string_view name, CallArgs& args) {
   switch (self.kind()) {
-    case Value::Kind::kString: return str_method(self, name, args);
+    case Value::Kind::kString: return str_method(self, name, args, interp.max_bytes());
     case Value::Kind::kDict: return dict_method(self, name, args);
     case Value::Kind::kList:
       if (name == "copy") return self;

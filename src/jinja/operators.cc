@@ -58,8 +58,8 @@ Result<Value> repeat(const Value& sequence, int64_t times, size_t max_bytes) {
     return Value(std::move(out));
   }
   const auto items = sequence.items();
-  if (!items.empty() && static_cast<uint64_t>(times) > (max_bytes / 16) / items.size()) {
-    return fail(type_error("list repetition too large"));
+  if (!items.empty() && static_cast<uint64_t>(times) > (max_bytes / sizeof(Value)) / items.size()) {
+    return fail(type_error(fmt::format("list repetition would exceed {} bytes", max_bytes)));
   }
   std::vector<Value> out;
   out.reserve(items.size() * static_cast<size_t>(times));
@@ -171,6 +171,11 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
         return Value(a.as_string() + b.as_string());
       }
       if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
+        // Values are 32 bytes: the output limit bounds lists too (doubling a list in a loop
+        // would otherwise exhaust memory long before the step limit).
+        if ((a.items().size() + b.items().size()) * sizeof(Value) > max_bytes) {
+          return fail(type_error(fmt::format("list would exceed {} bytes", max_bytes)));
+        }
         std::vector<Value> items(a.items().begin(), a.items().end());
         items.insert(items.end(), b.items().begin(), b.items().end());
         return a.is_list() ? Value::list(std::move(items)) : Value::tuple(std::move(items));
@@ -218,7 +223,7 @@ Result<Value> binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_
     }
     case BinaryOp::kMod: {
       if (a.is_string()) {
-        auto formatted = percent_format(a.as_string(), b);
+        auto formatted = percent_format(a.as_string(), b, max_bytes);
         if (!formatted) return fail(formatted.error());
         return Value(std::move(*formatted));
       }
@@ -515,7 +520,7 @@ int64_t read_number(std::string_view text, size_t& pos) {
 
 }  // namespace
 
-Result<std::string> percent_format(std::string_view format, const Value& args) {
+Result<std::string> percent_format(std::string_view format, const Value& args, size_t max_bytes) {
   std::vector<Value> positional;
   const Value* mapping = nullptr;
   if (args.is_tuple()) {
@@ -621,6 +626,7 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
     auto text = format_value(*arg, spec);
     if (!text) return fail(text.error());
     out += *text;
+    if (out.size() > max_bytes) return fail(type_error(fmt::format("formatted text would exceed {} bytes", max_bytes)));
   }
   if (!used_mapping && !mapping && next_arg < positional.size()) {
     return fail(type_error("not all arguments converted during string formatting"));
@@ -628,7 +634,7 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
   return out;
 }
 
-Result<std::string> str_format(std::string_view format, const CallArgs& args) {
+Result<std::string> str_format(std::string_view format, const CallArgs& args, size_t max_bytes) {
   std::string out;
   size_t auto_index = 0;
   for (size_t pos = 0; pos < format.size(); ++pos) {
@@ -723,6 +729,7 @@ Result<std::string> str_format(std::string_view format, const CallArgs& args) {
     auto text = format_value(converted, spec);
     if (!text) return fail(text.error());
     out += *text;
+    if (out.size() > max_bytes) return fail(type_error(fmt::format("formatted text would exceed {} bytes", max_bytes)));
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <unicode/uchar.h>
 #include <unicode/ustring.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -339,7 +340,15 @@ std::vector<std::string> splitlines(std::string_view text, bool keepends) {
   return out;
 }
 
-std::string replace(std::string_view text, std::string_view old, std::string_view replacement, int64_t count) {
+std::optional<std::string> replace(std::string_view text, std::string_view old, std::string_view replacement,
+                                   int64_t count, size_t max_bytes) {
+  // The result's size first: replacing in a long text can multiply it.
+  uint64_t occurrences = old.empty() ? length(text) + 1 : static_cast<uint64_t>(py::count(text, old));
+  if (count >= 0) occurrences = std::min<uint64_t>(occurrences, static_cast<uint64_t>(count));
+  const long double size = static_cast<long double>(text.size()) +
+                           static_cast<long double>(occurrences) *
+                               (static_cast<long double>(replacement.size()) - static_cast<long double>(old.size()));
+  if (size > static_cast<long double>(max_bytes)) return std::nullopt;
   std::string out;
   if (old.empty()) {
     // Python inserts the replacement before every code point and at the end.

@@ -177,8 +177,9 @@ Result<void> Interp::check_size(size_t bytes) const {
   return {};
 }
 
-Result<void> Interp::step() {
-  if (++steps_ > options_.max_steps) {
+Result<void> Interp::step(uint64_t units) {
+  steps_ += units;
+  if (steps_ > options_.max_steps) {
     return fail(
         type_error(fmt::format("rendering took more than {} steps (RenderOptions::max_steps): the template "
                                "loops too much",
@@ -742,6 +743,10 @@ Result<Value> Interp::eval(const Expr& expr, Frame& frame) {
       for (const auto& [op, operand] : e.ops) {
         auto right = eval(*operand, frame);
         if (!right) return fail(right.error());
+        if ((op == CompareOp::kIn || op == CompareOp::kNotIn) && right->is_sequence()) {
+          // A linear scan: charged, so a loop of membership tests over a long list stays bounded.
+          if (auto r = step(1 + right->items().size() / 16); !r) return fail(located(*operand, r.error()));
+        }
         auto result = compare_op(op, current, *right);
         if (!result) return fail(located(*operand, result.error()));
         if (!*result) return Value(false);

@@ -7,7 +7,6 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include "common/json_io.h"
@@ -16,6 +15,19 @@
 
 namespace ix::jinja {
 namespace {
+
+// "<name>:<line>:<column>: <message>".
+bool is_located(std::string_view message, std::string_view name) {
+  if (!message.starts_with(name) || message.size() <= name.size() || message[name.size()] != ':') return false;
+  size_t pos = name.size() + 1;
+  for (int part = 0; part < 2; ++part) {
+    const size_t digits = pos;
+    while (pos < message.size() && message[pos] >= '0' && message[pos] <= '9') ++pos;
+    if (pos == digits || pos >= message.size() || message[pos] != ':') return false;
+    ++pos;
+  }
+  return message.substr(pos).starts_with(" ") && message.size() > pos + 1;
+}
 
 RenderOptions pinned_options() {
   RenderOptions options;
@@ -53,7 +65,6 @@ std::string error_of(std::string_view source, std::string_view context_json = "{
 TEST(JinjaTemplate, MatchesJinja2Goldens) {
   auto root = json::read_file(ix::testing::source_path("tests/unit/jinja/cases.json"));
   ASSERT_TRUE(root) << root.error().message();
-  const std::regex located("^t:[0-9]+:[0-9]+: .+");
   size_t rendered = 0;
   size_t refused = 0;
   for (const auto& item : root->at("cases").as_array()) {
@@ -67,7 +78,7 @@ TEST(JinjaTemplate, MatchesJinja2Goldens) {
     } else {
       ASSERT_FALSE(result) << name << " should fail like Jinja2 (" << c.at("error").as_string() << ") but rendered "
                            << *result;
-      EXPECT_TRUE(std::regex_match(result.error().message(), located)) << name << ": " << result.error().message();
+      EXPECT_TRUE(is_located(result.error().message(), "t")) << name << ": " << result.error().message();
       ++refused;
     }
   }
@@ -148,7 +159,7 @@ TEST(JinjaTemplate, MalformedTemplatesFailCleanly) {
     auto tpl = Template::parse(source, "m");
     ASSERT_FALSE(tpl) << source;
     EXPECT_EQ(tpl.error().code(), ErrorCode::kParse) << source;
-    EXPECT_TRUE(std::regex_search(tpl.error().message(), std::regex("^m:[0-9]+:[0-9]+: "))) << tpl.error().message();
+    EXPECT_TRUE(is_located(tpl.error().message(), "m")) << tpl.error().message();
   }
   // Plain text that looks like tags is fine.
   EXPECT_EQ(render_ok("}} %} #} { % {"), "}} %} #} { % {");
@@ -197,7 +208,7 @@ TEST(JinjaTemplate, MutatedTemplatesNeverCrash) {
   Rng rng(20250628);
   size_t parsed = 0;
   size_t rendered = 0;
-  for (int round = 0; round < 6000; ++round) {
+  for (int round = 0; round < 20000; ++round) {
     std::string source = seeds[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(seeds.size()) - 1))];
     const int edits = static_cast<int>(rng.uniform_int(1, 4));
     for (int e = 0; e < edits && !source.empty(); ++e) {
@@ -233,8 +244,13 @@ TEST(JinjaTemplate, LimitsBoundRunawayTemplates) {
     ASSERT_FALSE(out) << source;
     EXPECT_NE(out.error().message().find(needle), std::string::npos) << out.error().message();
   };
-  fails_with("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "steps");
+  RenderOptions few_steps;
+  few_steps.max_steps = 1'000'000;
+  fails_with("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "steps", few_steps);
   fails_with("{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}", "recursion depth");
+  fails_with("{% set big = range(100000) %}{% for i in big %}{% if -1 in big %}{% endif %}{% endfor %}", "steps",
+             few_steps);
+  EXPECT_EQ(render_ok("{{ (range(100000)|list + range(100000)|list)|unique|list|length }}"), "100000");
   RenderOptions small;
   small.max_output_bytes = 1000;
   fails_with("{{ 'x' * 5000 }}", "exceed", small);
@@ -247,6 +263,15 @@ TEST(JinjaTemplate, LimitsBoundRunawayTemplates) {
   fails_with("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns.self.self.self is defined }}{{ 1 / 0 }}",
              "division by zero");
   fails_with("{{ 9223372036854775807 + 1 }}", "overflow");
+  fails_with("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+             "exceed");
+  fails_with("{{ ([0] * 100000000)|length }}", "exceed");
+  fails_with("{{ ('x' * 100000).replace('', 'y' * 100000)|length }}", "exceed");
+  fails_with("{{ ('x' * 100)|replace('x', 'y' * 100) }}", "exceed", small);
+  fails_with("{{ ('-' * 100).join(range(100)|map('string')) }}", "exceed", small);
+  fails_with("{{ ('a\n' * 100)|indent(100) }}", "exceed", small);
+  fails_with("{{ '%s%s%s' % ('x' * 400, 'y' * 400, 'z' * 400) }}", "exceed", small);
+  fails_with("{{ '{}{}{}'.format('x' * 400, 'y' * 400, 'z' * 400) }}", "exceed", small);
 }
 
 TEST(JinjaTemplate, RendersConcurrently) {
