@@ -148,11 +148,23 @@ TEST(InferenceXClient, UnknownTokenizerModesAndMistralAreRefusedClearly) {
 TEST(InferenceXClient, ASignalBeforeTheRunExitsWith128PlusTheSignal) {
   const auto dir = std::filesystem::temp_directory_path() / ("ixbench_early_signal_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  std::vector<std::string> args = {
-      IXBENCH_BINARY, "bench",         "serve",         "--base-url", "http://127.0.0.1:1",
-      "--model",      kModel,          "--num-prompts", "4",          "--ready-check-timeout-sec",
-      "60",           "--save-result", "--result-dir",  dir.string(), "--result-filename",
-      "result.json",  "--no-progress"};
+  std::vector<std::string> args = {ix::testing::ixbench_binary(),
+                                   "bench",
+                                   "serve",
+                                   "--base-url",
+                                   "http://127.0.0.1:1",
+                                   "--model",
+                                   kModel,
+                                   "--num-prompts",
+                                   "4",
+                                   "--ready-check-timeout-sec",
+                                   "60",
+                                   "--save-result",
+                                   "--result-dir",
+                                   dir.string(),
+                                   "--result-filename",
+                                   "result.json",
+                                   "--no-progress"};
   const pid_t pid = ix::testing::spawn_quiet(args);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   kill(pid, SIGTERM);
