@@ -108,7 +108,8 @@ int run_sweep(const SweepFlags& flags, bool full_sweep) {
 void add_common(CLI::App* cmd, SweepFlags& flags) {
   cmd->add_option("--config-files", flags.config_files, "Master config YAML files")->required()->expected(1, -1);
   cmd->add_option("--runner-config", flags.runner_config,
-                  "runners.yaml (labels and hardware facts; InferenceX keeps it at .github/configs/runners.yaml)")
+                  "runners.yaml (labels and hardware facts; the default is where InferenceX keeps it, relative to "
+                  "the current directory)")
       ->capture_default_str();
   auto* no_evals = cmd->add_flag("--no-evals", flags.no_evals, "Skip eval marking (throughput rows only)");
   auto* evals_only = cmd->add_flag("--evals-only", flags.evals_only, "Print only eval rows, marked eval-only");

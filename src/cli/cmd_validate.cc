@@ -20,8 +20,9 @@ struct ValidateOptions {
   std::string runner_config;
 };
 
-// Resolved from the current directory. ixbench's own tree has no configs/ folder, and InferenceX
-// keeps the file at .github/configs/runners.yaml, so this default is often absent.
+// Resolved from the current directory: InferenceX keeps the file at configs/runners.yaml, so the
+// default finds it when validate runs from the root of an InferenceX checkout (ixbench's own tree
+// has no configs/ folder).
 constexpr std::string_view kDefaultRunnerConfig = "configs/runners.yaml";
 
 int run_validate(const ValidateOptions& options) {
@@ -36,8 +37,8 @@ int run_validate(const ValidateOptions& options) {
     fmt::print(stderr,
                "ixbench: note: runner checks skipped: no --runner-config given and {} does not exist (relative to "
                "the current directory); to check agentic DRAM-offloading entries against the runners' hardware "
-               "facts, pass --runner-config PATH (an InferenceX checkout keeps the file at "
-               ".github/configs/runners.yaml)\n",
+               "facts, pass --runner-config PATH, or run from the root of an InferenceX checkout (it keeps the "
+               "file at configs/runners.yaml)\n",
                runner_path.string());
   }
   auto report = config::validate_files(files, use_runners ? &runner_path : nullptr);
@@ -59,9 +60,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   auto options = std::make_shared<ValidateOptions>();
   cmd->add_option("--config-files", options->config_files, "Master config YAML files")->required()->expected(1, -1);
   cmd->add_option("--runner-config", options->runner_config,
-                  "runners.yaml to check runner hardware facts against (default: configs/runners.yaml when it "
-                  "exists, else those checks are skipped with a note; InferenceX keeps it at "
-                  ".github/configs/runners.yaml)");
+                  "runners.yaml to check runner hardware facts against (default: configs/runners.yaml, where "
+                  "InferenceX keeps it, when it exists in the current directory; else those checks are skipped "
+                  "with a note)");
   registry.on_run(cmd, [options] { return run_validate(*options); });
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_schema.h"
 #include "cli/command.h"
 #include "cli/version.h"
 #include "common/log.h"
@@ -105,6 +106,13 @@ int run_main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "stderr log level: trace|debug|info|warn|error|off")->capture_default_str();
   app.fallthrough();
+  // Before the commands are added: each subcommand takes its parent's formatter.
+  app.formatter(std::make_shared<UsageFirstFormatter>());
+  // Hidden (no group): every leaf command and its options as JSON, for the tests that run each
+  // option of each command (cli_schema.h).
+  bool cli_json = false;
+  CLI::Option* cli_json_flag =
+      app.add_flag("--cli-json", cli_json, "print every command and its options as JSON")->group("");
 
   Registry registry;
   auto& commands = registered();
@@ -152,6 +160,11 @@ int run_main(int argc, char** argv) {
     return usage_error(conversion_message(app, e));
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
+  }
+
+  if (cli_json) {
+    std::fputs(describe_commands_json(app, cli_json_flag).c_str(), stdout);
+    return kExitOk;
   }
 
   auto level = log::parse_level(log_level);

@@ -1035,7 +1035,8 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
       Diagnostic diagnostic = file_diagnostic(runner_file->string(), text.error());
       if (text.error().code() == ErrorCode::kNotFound) {
         diagnostic.message +=
-            "; pass --runner-config PATH (an InferenceX checkout keeps the file at .github/configs/runners.yaml)";
+            "; pass --runner-config PATH, or run from the root of an InferenceX checkout (it keeps the file at "
+            "configs/runners.yaml)";
       }
       report.diagnostics.push_back(std::move(diagnostic));
     } else {

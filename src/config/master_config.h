@@ -1,4 +1,4 @@
-// Master configs (`*-master.yaml`; InferenceX keeps them in `.github/configs/`) and `runners.yaml`
+// Master configs (`*-master.yaml`; InferenceX keeps them in `configs/`) and `runners.yaml`
 // as typed structs, with validation.
 //
 // Loading applies every rule of SPEC §1 and collects *all* problems of all files, each as a

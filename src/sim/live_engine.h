@@ -4,7 +4,8 @@
 //
 // Thread-safety: every method may be called from any thread. Sinks are invoked on the engine's
 // own thread, at (or just after) the wall-clock time the engine model says the tokens are
-// produced; a sink must not block (post to the connection's executor and return).
+// produced; a sink must not block (post to the connection's executor and return). The engine's
+// thread blocks every signal, so a process signal reaches the thread that waits for it.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // The wall-clock driver: the engine core on its own thread, stepping when steps are due.
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,7 +31,14 @@ class LiveEngineImpl final : public LiveEngine {
         block_size_(core_->engine().config.block_size),
         eos_rng_(Rng::stream(core_->engine().config.seed, "sim.natural_eos")) {
     core_->run_until(clock_.now_ns(), {});
+    // The engine thread takes no process signals: `sim serve` is built before the server blocks
+    // SIGINT/SIGTERM for its sigwait, and a SIGTERM the kernel handed to this thread ended the
+    // process (exit 143) instead of stopping it. A thread starts with its creator's mask.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
     thread_ = std::thread([this] { loop(); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   }
 
   ~LiveEngineImpl() override {

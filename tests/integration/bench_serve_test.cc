@@ -521,7 +521,7 @@ Interrupted interrupt_after(const ServerProcess& server, const std::string& name
   const auto url = *ix::http::Url::parse(server.base_url());
   const double finished_before = after_finished > 0 ? finished_requests(url) : 0;
   const auto dir = scratch_dir(name);
-  std::vector<std::string> args = {IXBENCH_BINARY,
+  std::vector<std::string> args = {ix::testing::ixbench_binary(),
                                    "bench",
                                    "serve",
                                    "--base-url",

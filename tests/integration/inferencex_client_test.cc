@@ -107,7 +107,7 @@ std::filesystem::path hf_cache_with_model() {
 
 // Runs ixbench with HF_HUB_CACHE pointing at `cache`.
 ix::testing::ProcessResult run_with_cache(const std::filesystem::path& cache, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"/usr/bin/env", "HF_HUB_CACHE=" + cache.string(), IXBENCH_BINARY};
+  std::vector<std::string> argv = {"/usr/bin/env", "HF_HUB_CACHE=" + cache.string(), ix::testing::ixbench_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return ix::testing::run_process(argv, "", 120);
 }
@@ -228,7 +228,7 @@ TEST(InferenceXClient, ASignalBeforeTheRunExitsWith128PlusTheSignal) {
   std::vector<std::string> args = {"/bin/sh",
                                    "-c",
                                    "exec \"$0\" \"$@\" 2>" + err_file,
-                                   IXBENCH_BINARY,
+                                   ix::testing::ixbench_binary(),
                                    "bench",
                                    "serve",
                                    "--base-url",

@@ -1,6 +1,7 @@
 // The real `ixbench sim serve` binary: startup line, every mode (no-delay, fixed schedule, cost
 // model), fault flags, flag errors, and a clean exit on SIGTERM.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -311,6 +312,19 @@ TEST(SimServe, ExitsCleanlyOnSigterm) {
   auto server = start({"--no-delay", "--tokenizer", "none"});
   ASSERT_TRUE(server);
   EXPECT_EQ(server->stop(), 0) << server->stderr_text();
+}
+
+TEST(SimServe, ASigtermTheMomentItListensStopsTheCostModelEngineCleanly) {
+  // The cost model's engine thread started before the server blocked SIGTERM for its sigwait: a
+  // signal the kernel handed to that thread ended the process (exit 143), about every second try.
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    auto run = run_process_until(
+        {ixbench_binary(), "sim", "serve", "--tp", "8", "--tokenizer", "none", "--threads", "1", "--port", "0"},
+        "listening on http://", SIGTERM, 60);
+    ASSERT_TRUE(run.ready) << run.err;
+    EXPECT_EQ(run.signal, 0) << "attempt " << attempt << ": killed by the signal it should have handled";
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+  }
 }
 
 TEST(SimServe, FlagErrorsAreReported) {

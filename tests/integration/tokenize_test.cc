@@ -231,7 +231,7 @@ TEST(TokenizeCommandErrors, UnreadableStdinIsAnErrorNotEmptyText) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(package_json("qwen3"), ec)) GTEST_SKIP() << "run scripts/bootstrap.sh";
   // A directory on stdin counted 0 tokens, exit 0.
-  const std::string command = std::string(IXBENCH_BINARY) + " tokenize --tokenizer qwen3 --count < / 2>&1";
+  const std::string command = ix::testing::ixbench_binary() + " tokenize --tokenizer qwen3 --count < / 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;

@@ -62,12 +62,27 @@ TEST(Validate, WithoutRunnersFileSaysRunnerChecksWereSkipped) {
   EXPECT_NE(result.err.find("runner checks skipped"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("configs/runners.yaml does not exist"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("pass --runner-config PATH"), std::string::npos) << result.err;
+  // InferenceX moved its configs from .github/configs/ to configs/.
+  EXPECT_NE(result.err.find("it keeps the file at configs/runners.yaml"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find(".github"), std::string::npos) << result.err;
   EXPECT_EQ(count_lines(result.err), 1u) << result.err;
   // Problems found: the note comes too, and the summary still counts the config file only.
   result = run_ixbench({"validate", "--config-files", fixture("invalid-master.yaml")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("runner checks skipped"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("ixbench: error: 5 problem(s) found in 1 file(s); fix"), std::string::npos) << result.err;
+}
+
+TEST(Validate, HelpNamesWhereInferenceXKeepsItsConfigs) {
+  // InferenceX keeps its master configs and runners.yaml in configs/ (formerly .github/configs/).
+  for (std::vector<std::string> command : {std::vector<std::string>{"validate", "--help"},
+                                           {"sweep", "full-sweep", "--help"},
+                                           {"sweep", "test-config", "--help"}}) {
+    auto help = run_ixbench(command);
+    EXPECT_EQ(help.exit_code, 0) << help.err;
+    EXPECT_NE(help.out.find("configs/runners.yaml"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find(".github"), std::string::npos) << help.out;
+  }
 }
 
 TEST(Validate, DefaultRunnersFileIsUsedWhenPresent) {

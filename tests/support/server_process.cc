@@ -21,6 +21,8 @@
 #include <thread>
 #include <utility>
 
+#include "support/subprocess.h"
+
 extern char** environ;
 
 namespace ix::testing {
@@ -54,7 +56,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const std::vector<st
   int err_fd = make_temp_file(err_path);
   if (out_fd < 0 || err_fd < 0) return fail(ErrorCode::kIo, "cannot create temporary files for the server's output");
   // The files are unlinked at once; the open descriptors keep them readable via /proc/self/fd.
-  std::vector<std::string> argv = {IXBENCH_BINARY, "sim", "serve"};
+  std::vector<std::string> argv = {ixbench_binary(), "sim", "serve"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--port");
   argv.push_back("0");

@@ -15,7 +15,15 @@ extern char** environ;
 
 namespace ix::testing {
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input, double timeout_s) {
+namespace {
+
+struct ReadyStop {
+  std::string text;  // empty: never
+  int signal = 0;
+};
+
+ProcessResult run(const std::vector<std::string>& argv, const std::string& input, double timeout_s,
+                  const ReadyStop& stop) {
   ProcessResult result;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -71,6 +79,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
       ssize_t n = read(fds[index].fd, buffer, sizeof buffer);
       if (n > 0) {
         (index == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
+        if (index == 0 && !result.ready && !stop.text.empty() && result.out.find(stop.text) != std::string::npos) {
+          result.ready = true;
+          kill(pid, stop.signal);
+        }
       } else {
         close(fds[index].fd);
         (index == 0 ? out_pipe[0] : err_pipe[0]) = -1;
@@ -96,8 +108,27 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   return result;
 }
 
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input, double timeout_s) {
+  return run(argv, input, timeout_s, {});
+}
+
+ProcessResult run_process_until(const std::vector<std::string>& argv, const std::string& ready_text, int signal,
+                                double timeout_s) {
+  return run(argv, "", timeout_s, {ready_text, signal});
+}
+
+const std::string& ixbench_binary() {
+  static const std::string path = [] {
+    const char* override_path = std::getenv("IXBENCH_BINARY_UNDER_TEST");
+    return std::string(override_path != nullptr && *override_path != '\0' ? override_path : IXBENCH_BINARY);
+  }();
+  return path;
+}
+
 ProcessResult run_ixbench(const std::vector<std::string>& args, const std::string& input, double timeout_s) {
-  std::vector<std::string> argv{IXBENCH_BINARY};
+  std::vector<std::string> argv{ixbench_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, input, timeout_s);
 }

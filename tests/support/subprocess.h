@@ -13,6 +13,7 @@ struct ProcessResult {
   int exit_code = -1;  // exit status, or -1 if killed by a signal / timed out
   int signal = 0;      // terminating signal, 0 if none
   bool timed_out = false;
+  bool ready = false;  // run_process_until: the ready text appeared on stdout
   std::string out;
   std::string err;
 };
@@ -20,7 +21,18 @@ struct ProcessResult {
 // argv[0] is the program path. `input` is written to stdin, then stdin is closed.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "", double timeout_s = 60.0);
 
-// Runs the ixbench binary built alongside the tests with the given arguments.
+// As run_process, and once stdout holds `ready_text` the child is sent `signal` (once), as an
+// operator stops a server: for commands that run until signalled. The result is the child's exit
+// after the signal (a clean stop exits 0); `ready` says whether the text appeared at all.
+ProcessResult run_process_until(const std::vector<std::string>& argv, const std::string& ready_text, int signal,
+                                double timeout_s = 60.0);
+
+// The ixbench binary the integration tests drive: $IXBENCH_BINARY_UNDER_TEST when set (e.g. the
+// asan preset's build, driven by release-built tests: scripts/test.sh), else the one built
+// alongside the tests.
+const std::string& ixbench_binary();
+
+// Runs ixbench_binary() with the given arguments.
 ProcessResult run_ixbench(const std::vector<std::string>& args, const std::string& input = "", double timeout_s = 60.0);
 
 // Starts argv (argv[0] a path) in the background with stdout and stderr on /dev/null and returns
