@@ -13,6 +13,7 @@
 // Each run must end by itself (a server: stopped with SIGTERM once it listens), not by a signal,
 // with no sanitizer report on stderr, and exit 0 — or exit 1 with one clean `ixbench: error:` line
 // where its sample says why that is the expected outcome. Never 2: a sample must be accepted.
+// Runs go in parallel, two per core (IXBENCH_TEST_JOBS=N to change).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
