@@ -130,8 +130,13 @@ int exit_status(const BenchServeOptions& o, const RunVerdict& v, const boost::js
     status = 1;
   } else if (v.completed == 0 ||
              static_cast<double>(v.failed) > o.max_failed_fraction * static_cast<double>(measured)) {
-    log::error("bench serve: {} of {} requests failed (more than {:.0f}%): {}", v.failed, measured,
-               o.max_failed_fraction * 100, json::to_string(own.at("error_counts")));
+    if (v.completed == 0) {
+      log::error("bench serve: no request completed ({} of {} failed): {}", v.failed, measured,
+                 json::to_string(own.at("error_counts")));
+    } else {
+      log::error("bench serve: {} of {} requests failed (more than {:.0f}%): {}", v.failed, measured,
+                 o.max_failed_fraction * 100, json::to_string(own.at("error_counts")));
+    }
     // What went wrong, not only how often (connection refused, TLS, HTTP status...).
     if (const auto* examples = own.if_contains("error_examples"); examples && examples->is_object()) {
       for (const auto& [kind, message] : examples->as_object()) {

@@ -130,7 +130,7 @@ TEST(BenchServe, HttpErrorsAreCountedAndFailTheRunWithTheReportWritten) {
   EXPECT_EQ(num(ixb(run.result).at("error_counts").as_object(), "http_status"), 10);
   const std::string example(ixb(run.result).at("error_examples").as_object().at("http_status").as_string());
   EXPECT_TRUE(example.starts_with("HTTP 429") || example.starts_with("HTTP 503")) << example;
-  EXPECT_NE(run.process.err.find("10 of 10 requests failed"), std::string::npos) << run.process.err;
+  EXPECT_NE(run.process.err.find("no request completed (10 of 10 failed)"), std::string::npos) << run.process.err;
 }
 
 TEST(BenchServe, StreamFaultsAreCountedByKind) {

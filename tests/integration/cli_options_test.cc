@@ -168,7 +168,7 @@ std::map<std::string, CommandCase> command_cases() {
           {"--metadata", {"--metadata", "run=cli-options"}},
           {"--logprobs",
            fails_because({"--logprobs", "1"}, "ixbench sim serve produces no logprobs and answers 400: the run fails",
-                         "ERROR bench serve: 2 of 2 requests failed")},
+                         "ERROR bench serve: no request completed (2 of 2 failed)")},
           {"--lora-modules", {"--lora-modules", "cli-lora-a"}},  // the server also serves this name
           {"--request-id-prefix", {"--request-id-prefix", "cli-"}},
           {"--header", {"--header", "x-cli-test=1"}},

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 extern char** environ;
 
@@ -146,6 +147,19 @@ pid_t spawn_quiet(std::vector<std::string> argv) {
     _exit(127);
   }
   return pid;
+}
+
+std::string find_on_path(const std::string& program) {
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+      const auto candidate = std::filesystem::path(dir) / program;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+    }
+  }
+  return "";
 }
 
 std::string source_path(const std::string& relative) {

@@ -39,6 +39,9 @@ ProcessResult run_ixbench(const std::vector<std::string>& args, const std::strin
 // its pid, for tests that signal a running command; the caller waits for it (waitpid).
 pid_t spawn_quiet(std::vector<std::string> argv);
 
+// The first `program` found in $PATH's directories, or "" (tests that need it then skip).
+std::string find_on_path(const std::string& program);
+
 // Path under the project's source tree.
 std::string source_path(const std::string& relative);
 

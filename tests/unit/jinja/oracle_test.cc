@@ -25,16 +25,7 @@ namespace {
 constexpr int kNow[] = {2025, 6, 28, 13, 5, 9};
 
 std::string find_node() {
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      const auto candidate = std::filesystem::path(dir) / "node";
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
-    }
-  }
-  return "";
+  return ix::testing::find_on_path("node");
 }
 
 std::string oracle_unavailable_reason() {

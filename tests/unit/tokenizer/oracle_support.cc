@@ -15,16 +15,7 @@ namespace ix::tok::testing {
 namespace {
 
 std::string find_node() {
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      const auto candidate = std::filesystem::path(dir) / "node";
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
-    }
-  }
-  return "";
+  return ix::testing::find_on_path("node");
 }
 
 }  // namespace
