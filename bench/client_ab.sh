@@ -12,15 +12,9 @@ out=$3
 client_cpus=${4:-0-3}
 server_cpus=${5:-4-15}
 mkdir -p "$out"
+source "$(dirname "$0")/lib.sh"
 ulimit -n 65536 2>/dev/null || true
-field() { grep -o "\"$2\": [-0-9.eE]*" "$1" | head -1 | sed 's/.*: //'; }
-serve() {
-  taskset -c "$server_cpus" "$b" sim serve --model deepseek-ai/DeepSeek-R1-0528 --hardware h200 --tp 8 \
-    --tokenizer deepseek_v3 --port 18232 --threads 12 "$@" > "$out/server.log" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do grep -q listening "$out/server.log" && return; sleep 0.1; done
-  echo "server did not start" >&2; cat "$out/server.log" >&2; exit 1
-}
+serve() { start_sim "$b" "$server_cpus" 18232 "$out/server.log" "$@"; }
 run() {  # label binary conc threads output_len prompts
   taskset -c "$client_cpus" "$2" --log-level warn bench serve --base-url http://127.0.0.1:18232 \
     --model deepseek-ai/DeepSeek-R1-0528 --tokenizer deepseek_v3 --random-input-len 128 --random-output-len "$5" \
