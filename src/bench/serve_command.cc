@@ -1,7 +1,6 @@
 #include "bench/serve_command.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/rng.h"
+#include "common/stop_signal.h"
 #include "metrics/serve_result.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/prompt_synth.h"
@@ -34,45 +34,6 @@ namespace {
 
 // Prompt tokens made ahead of the sends at most (~300 MB of text).
 constexpr int64_t kPrefetchTokenBudget = int64_t{1} << 26;
-
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_stop_signal{0};
-std::atomic<int> g_signal_count{0};
-
-// The first SIGINT, SIGTERM or SIGHUP stops the run; what was measured is still written. GNU
-// `timeout` sends SIGTERM to the child and again to its process group, and a user presses Ctrl-C
-// twice: the second signal must not kill before the result is written. The third does.
-void on_stop_signal(int sig) {
-  int expected = 0;
-  g_stop_signal.compare_exchange_strong(expected, sig);
-  g_interrupted.store(true);
-  if (g_signal_count.fetch_add(1) + 1 >= 3) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
-}
-
-class StopSignalScope {
- public:
-  StopSignalScope() {
-    g_interrupted.store(false);
-    g_stop_signal.store(0);
-    g_signal_count.store(0);
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~StopSignalScope() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  StopSignalScope(const StopSignalScope&) = delete;
-  StopSignalScope& operator=(const StopSignalScope&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
 
 // `t` in local time, as strftime(`format`) writes it (at most 63 characters).
 std::string local_strftime(std::time_t t, const char* format) {
@@ -141,7 +102,7 @@ Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s)
     // The next attempt a second after this one began, in short sleeps that notice a stop signal.
     const int64_t next = std::min(now + kRetryNs, deadline);
     while (true) {
-      if (g_interrupted.load())
+      if (StopSignals::stopped())
         return fail(ErrorCode::kUnavailable,
                     fmt::format("interrupted while waiting for {} to answer (nothing was measured)", where));
       if (run.server_pid > 0 && !process_alive(run.server_pid))
@@ -352,7 +313,7 @@ ServeRunnerOptions runner_options(const BenchServeOptions& o, const ServePlan& p
   run.max_retries = o.max_retries;
   run.threads = plan.threads;
   run.server_pid = o.server_pid.value_or(0);
-  run.interrupt = &g_interrupted;
+  run.interrupt = &StopSignals::flag();
   run.loop_lag_threshold_ms = o.loop_lag_threshold_ms;
   run.scrape_server_metrics = o.scrape_metrics;
   run.configured_acceptance_length = o.spec_acceptance_length;
@@ -497,7 +458,7 @@ void log_start(const BenchServeOptions& o, const ServePlan& plan, const ServeRun
 
 // Exit status for a stop signal that arrived before anything was measured (nothing to write).
 std::optional<int> stopped_before_run() {
-  const int sig = g_stop_signal.load();
+  const int sig = StopSignals::signal();
   if (sig == 0) return std::nullopt;
   log::error("bench serve: stopped by signal {} before the run started (nothing was measured)", sig);
   return 128 + sig;
@@ -509,7 +470,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   const int64_t launch_ns = SteadyClock().now_ns();
   // From the start: a signal while the tokenizer loads or the server is awaited ends the command
   // with 128 + the signal, like one during the run.
-  StopSignalScope stop_signals;
+  StopSignals stop_signals;
   auto plan = plan_serve(o);
   if (!plan) return std::unexpected(plan.error());
   auto workload = prepare_workload(o, *plan);
@@ -549,7 +510,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
                      {.completed = result.at("completed").as_int64(),
                       .failed = result.at("failed").as_int64(),
                       .run_valid = own.at("run_valid").as_bool(),
-                      .stop_signal = g_stop_signal.load()},
+                      .stop_signal = StopSignals::signal()},
                      result);
 }
 
