@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/utf8.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -74,6 +75,29 @@ Result<std::vector<int32_t>> parse_ids(std::string_view text) {
   return ids;
 }
 
+// Ids the tokenizer does not have would decode to nothing (HF skips them silently): refuse them.
+Result<void> check_known_ids(const tok::Tokenizer& t, const std::vector<int32_t>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!t.id_to_token(ids[i])) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--decode: token #{} is id {}, which this tokenizer does not have (its ids are 0..{})",
+                              i + 1, ids[i], t.vocab_size() - 1));
+    }
+  }
+  return {};
+}
+
+// Text is tokenized byte for byte, so bytes that are not UTF-8 are refused rather than replaced
+// (an HF tokenizer takes a Python str, which cannot hold them).
+Result<void> check_utf8(std::string_view text) {
+  const size_t pos = utf8::first_invalid(text);
+  if (pos == std::string_view::npos) return {};
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("stdin byte {} (0x{:02x}) is not valid UTF-8: the text must be UTF-8 (convert it, e.g. "
+                          "with iconv -f latin1 -t utf-8)",
+                          pos, static_cast<unsigned char>(text[pos])));
+}
+
 int run_tokenize(const TokenizeOptions& options) {
   auto tokenizer = tok::load_tokenizer(options.tokenizer);
   if (!tokenizer) return report_error(tokenizer.error());
@@ -85,6 +109,7 @@ int run_tokenize(const TokenizeOptions& options) {
   if (options.decode) {
     auto ids = parse_ids(input);
     if (!ids) return report_error(ids.error());
+    if (auto known = check_known_ids(t, *ids); !known) return report_error(known.error());
     const std::string text = t.decode(*ids, options.skip_special_tokens);
     if (options.json) {
       fmt::print("{}\n", boost::json::serialize(boost::json::object{{"text", text}}));
@@ -94,6 +119,7 @@ int run_tokenize(const TokenizeOptions& options) {
     return kExitOk;
   }
 
+  if (auto valid = check_utf8(input); !valid) return report_error(valid.error());
   if (!options.chat_template.empty()) {
     auto chat = tok::ChatTemplate::from_spec(options.chat_template, t);
     if (!chat) return report_error(chat.error().with_context("--chat-template"));

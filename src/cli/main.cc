@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/version.h"
 #include "common/log.h"
+#include "common/sanitize.h"
 
 namespace ix::cli {
 namespace {
@@ -236,7 +237,10 @@ CLI::Validator signed_integer() {
 }
 
 int report_error(const Error& error) {
-  std::fprintf(stderr, "ixbench: error: %s\n", error.message().c_str());
+  // Messages quote files, configs and servers: no control character reaches the terminal (the
+  // line breaks are the ones between diagnostics).
+  constexpr size_t kMaxMessage = size_t{1} << 20;
+  std::fprintf(stderr, "ixbench: error: %s\n", printable_lines(error.message(), kMaxMessage).c_str());
   return kExitFailure;
 }
 

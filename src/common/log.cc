@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/sanitize.h"
 #include "common/strings.h"
 
 namespace ix::log {
@@ -52,8 +53,10 @@ void write(Level lvl, std::string_view message) {
   if (lvl < level() || lvl == Level::kOff) return;
   auto now = std::chrono::system_clock::now();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::string line =
-      fmt::format("[{}.{:03d}] {:5} {}\n", ms / 1000, static_cast<int>(ms % 1000), level_tag(lvl), message);
+  // Messages quote servers, files and flags: no control character reaches the terminal.
+  constexpr size_t kMaxMessage = size_t{1} << 16;
+  std::string line = fmt::format("[{}.{:03d}] {:5} {}\n", ms / 1000, static_cast<int>(ms % 1000), level_tag(lvl),
+                                 printable_lines(message, kMaxMessage));
   // One write so concurrent lines never interleave; a failed log write has nowhere to go.
   [[maybe_unused]] auto written = ::write(STDERR_FILENO, line.data(), line.size());
 }

@@ -75,7 +75,10 @@ std::string redact(std::string_view text) {
   return out;
 }
 
-std::string printable(std::string_view text, size_t limit) {
+namespace {
+
+// printable()'s escapes; `keep_newlines` leaves '\n' as it is.
+std::string escaped(std::string_view text, size_t limit, bool keep_newlines) {
   const std::string clean = redact(text);
   std::string out;
   out.reserve(clean.size());
@@ -90,7 +93,7 @@ std::string printable(std::string_view text, size_t limit) {
       continue;
     }
     if (len == 1) {
-      if (byte < 0x20 || byte == 0x7F) {
+      if ((byte < 0x20 && !(keep_newlines && byte == '\n')) || byte == 0x7F) {
         append_escape(byte, out);
       } else {
         out += static_cast<char>(byte);
@@ -104,6 +107,16 @@ std::string printable(std::string_view text, size_t limit) {
     pos += len;
   }
   return capped(std::move(out), limit);
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, size_t limit) {
+  return escaped(text, limit, false);
+}
+
+std::string printable_lines(std::string_view text, size_t limit) {
+  return escaped(text, limit, true);
 }
 
 std::string storable(std::string_view text, size_t limit) {

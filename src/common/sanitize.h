@@ -35,6 +35,10 @@ std::string redact(std::string_view text);
 // For terminals and logs: redacted, capped at `limit` bytes, control characters and invalid UTF-8
 // escaped.
 std::string printable(std::string_view text, size_t limit = kDefaultEchoLimit);
+// printable() for a message of several lines composed by ixbench (a list of diagnostics): the same
+// escapes, except that '\n' is kept. Only for text whose line breaks ixbench put there itself,
+// with the outside data in it already passed through printable().
+std::string printable_lines(std::string_view text, size_t limit = kDefaultEchoLimit);
 // For stored results: redacted, capped at `limit` bytes, valid UTF-8 (invalid sequences become
 // U+FFFD; control characters are left to the JSON writer's escapes).
 std::string storable(std::string_view text, size_t limit = kDefaultEchoLimit);

@@ -59,6 +59,15 @@ bool is_valid(std::string_view text) {
   return true;
 }
 
+size_t first_invalid(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t len = valid_sequence_length(text, pos);
+    if (len == 0) return pos;
+    pos += len;
+  }
+  return std::string_view::npos;
+}
+
 void append_lossy(std::string_view text, std::string& out) {
   size_t pos = 0;
   size_t run_start = 0;

@@ -20,6 +20,8 @@ inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 size_t valid_sequence_length(std::string_view text, size_t pos, size_t* invalid_len = nullptr);
 
 bool is_valid(std::string_view text);
+// Offset of the first byte that does not start a valid sequence, or npos when all of it is valid.
+size_t first_invalid(std::string_view text);
 // Appends `text` to `out` with invalid sequences replaced by U+FFFD.
 void append_lossy(std::string_view text, std::string& out);
 std::string to_valid(std::string_view text);

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/sanitize.h"
+
 namespace ix::config {
 namespace {
 
@@ -780,13 +782,15 @@ Diagnostic file_diagnostic(const std::string& file, const Error& error) {
 
 }  // namespace
 
+// One line per diagnostic: keys, fields and values come from the file and may hold anything (a key
+// "\x1b[31m...\nfake.yaml:1:1: ..." printed a forged diagnostic line).
 std::string Diagnostic::to_string() const {
-  std::string out = where.file;
+  std::string out = printable(where.file);
   if (where.line > 0) out += fmt::format(":{}:{}", where.line, where.column);
   out += ": ";
-  if (!config_key.empty()) out += fmt::format("config '{}': ", config_key);
-  if (!field.empty()) out += fmt::format("field '{}': ", field);
-  out += message;
+  if (!config_key.empty()) out += fmt::format("config '{}': ", printable(config_key));
+  if (!field.empty()) out += fmt::format("field '{}': ", printable(field));
+  out += printable(message);
   return out;
 }
 

@@ -123,12 +123,14 @@ std::optional<bool> resolve_bool(std::string_view text) {
   return std::nullopt;
 }
 
-// A document may hold at most this many nodes, aliases counted as the copies they become (the
-// shipped master configs hold ~25k).
-constexpr size_t kMaxYamlNodes = 4'000'000;
+// A document may hold at most this many nodes (scalars and collections), aliases counted as the
+// copies they become. The shipped master configs hold ~25k; a node costs ~300 bytes in memory, so
+// the bound keeps a parse under ~300 MB.
+constexpr size_t kMaxYamlNodes = 1'000'000;
 
 struct NodeBudgetExceeded {
   YAML::Mark mark;
+  size_t alias_copies = 0;  // nodes that aliases added when the budget ran out
 };
 
 struct MergeError {
@@ -156,6 +158,7 @@ class TreeBuilder : public YAML::EventHandler {
     if (anchor < anchors_.size()) {
       // Every alias is a copy: nested aliases grow tenfold per level ("billion laughs"), so the
       // copies count against the node budget.
+      alias_copies_ += anchor_nodes_[anchor];
       count(anchor_nodes_[anchor], mark);
       node = anchors_[anchor];
     }
@@ -283,13 +286,14 @@ class TreeBuilder : public YAML::EventHandler {
 
   void count(size_t nodes, const YAML::Mark& mark) {
     nodes_ += nodes;
-    if (nodes_ > kMaxYamlNodes) throw NodeBudgetExceeded{mark};
+    if (nodes_ > kMaxYamlNodes) throw NodeBudgetExceeded{mark, alias_copies_};
   }
 
   std::vector<Frame> stack_;
   std::vector<YamlNode> anchors_;
   std::vector<size_t> anchor_nodes_;  // nodes in each anchored subtree
   size_t nodes_ = 0;
+  size_t alias_copies_ = 0;
   YamlNode root_;
 };
 
@@ -370,6 +374,22 @@ std::string YamlNode::describe() const {
   return fmt::format("the string '{}'", scalar);
 }
 
+// Most of the budget spent on alias copies means nested anchors ("billion laughs"); otherwise the
+// document itself is that large.
+Error node_budget_error(std::string_view source_name, const NodeBudgetExceeded& error) {
+  const std::string where = fmt::format("{}:{}:{}", source_name, error.mark.line + 1, error.mark.column + 1);
+  if (error.alias_copies * 2 > kMaxYamlNodes) {
+    return Error(ErrorCode::kParse,
+                 fmt::format("{}: YAML aliases expand the document past {} nodes here ({} of them copies made by "
+                             "aliases of nested anchors); write the values out or use fewer nested aliases",
+                             where, kMaxYamlNodes, error.alias_copies));
+  }
+  return Error(ErrorCode::kParse,
+               fmt::format("{}: the document holds more than {} YAML nodes (scalars, lists and mappings; a shipped "
+                           "master config holds about 25,000); split it into several files or shorten its lists",
+                           where, kMaxYamlNodes));
+}
+
 Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name) {
   if (auto bad = first_invalid_utf8(text)) {
     return fail(ErrorCode::kParse,
@@ -396,10 +416,7 @@ Result<YamlNode> parse_yaml(std::string_view text, std::string_view source_name)
     return fail(ErrorCode::kParse, fmt::format("{}:{}:{}: a merge key (<<) takes a mapping or a list of mappings",
                                                source_name, error.mark.line, error.mark.column));
   } catch (const NodeBudgetExceeded& error) {
-    return fail(ErrorCode::kParse,
-                fmt::format("{}:{}:{}: YAML aliases expand to more than {} nodes here (nested anchors copied "
-                            "over and over); write the values out or use fewer nested aliases",
-                            source_name, error.mark.line + 1, error.mark.column + 1, kMaxYamlNodes));
+    return fail(node_budget_error(source_name, error));
   } catch (const YAML::DeepRecursion& error) {
     // yaml-cpp's recursion guard says only "bad file".
     return fail(ErrorCode::kParse, fmt::format("{}:{}:{}: YAML nested deeper than {} levels here; a master config "

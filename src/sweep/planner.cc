@@ -485,6 +485,24 @@ Result<void> check_options(const SweepOptions& options, bool full_sweep) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--step-size must be greater than 1, got {}", options.step_size));
   }
+  // The reference generator turns a bound <= 0 into an empty matrix without a word: a typo that
+  // plans nothing is an error here.
+  const std::pair<const char*, const std::optional<int64_t>*> bounds[] = {{"--min-conc", &options.min_conc},
+                                                                          {"--max-conc", &options.max_conc},
+                                                                          {"--max-tp", &options.max_tp},
+                                                                          {"--max-ep", &options.max_ep}};
+  for (const auto& [flag, value] : bounds) {
+    if (full_sweep && value->has_value() && **value <= 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{} must be a positive integer, got {} (leave it out for no bound)", flag, **value));
+    }
+  }
+  for (const int64_t conc : options.conc) {
+    if (conc <= 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("--conc values must be positive concurrencies, got {}", conc));
+    }
+  }
   if (full_sweep && options.min_conc && options.max_conc && *options.min_conc > *options.max_conc) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--min-conc ({}) must be less than or equal to --max-conc ({})", *options.min_conc,

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/json_io.h"
+#include "common/sanitize.h"
 #include "common/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
 
@@ -308,7 +309,8 @@ Result<void> parse_post_processor(const bj::value& value, std::string_view sourc
       }
       auto& target = seen_sequence ? impl.suffix_ids : impl.prefix_ids;
       for (const auto& v : entry->get_object().at("ids").get_array()) {
-        if (!v.is_int64()) return fail(invalid(source, "TemplateProcessing ids must be integers"));
+        if (!v.is_int64() || v.get_int64() < 0 || v.get_int64() > INT32_MAX)
+          return fail(invalid(source, "TemplateProcessing ids must be integers in 0..2^31-1"));
         target.push_back(static_cast<int32_t>(v.get_int64()));
       }
     }
@@ -881,8 +883,16 @@ Result<void> load_model(const bj::object& model, std::string_view source, Tokeni
     if (!entry.value().is_int64()) {
       return fail(invalid(source, fmt::format("vocab entry '{}' is not an integer", std::string_view(entry.key()))));
     }
-    const auto id = static_cast<int32_t>(entry.value().get_int64());
-    if (id < 0) return fail(invalid(source, "negative id in vocab"));
+    // Ids number the vocabulary's entries: one beyond its size is a corrupt file (an id of 4e8
+    // would size the id tables at gigabytes).
+    const int64_t raw_id = entry.value().get_int64();
+    if (raw_id < 0 || raw_id >= static_cast<int64_t>(vocab_object.size())) {
+      return fail(invalid(
+          source, fmt::format("model.vocab['{}'] = {} is outside the vocabulary's {} ids (0..{}); "
+                              "the file is corrupt: download it again",
+                              printable(entry.key(), 80), raw_id, vocab_object.size(), vocab_object.size() - 1)));
+    }
+    const auto id = static_cast<int32_t>(raw_id);
     impl.vocab.insert_or_assign(std::string(entry.key()), id);
     if (impl.byte_level && alphabet.unmap(entry.key(), raw)) impl.vocab_raw.insert_or_assign(raw, id);
   }
@@ -1036,6 +1046,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
   for (const auto& [token, id] : impl->vocab) max_id = std::max(max_id, id);
   for (const auto& token : impl->added) max_id = std::max(max_id, token.id);
   const auto size = static_cast<size_t>(max_id + 1);
+  for (const auto* ids : {&impl->prefix_ids, &impl->suffix_ids}) {
+    for (const int32_t id : *ids) {
+      if (id < 0 || static_cast<size_t>(id) >= size)
+        return fail(
+            invalid(source_name, fmt::format("post_processor special token id {} is outside the {} ids of the "
+                                             "vocabulary and added tokens; the file is corrupt: download it again",
+                                             id, size)));
+    }
+  }
   impl->id_to_token.assign(size, std::string());
   impl->has_token.assign(size, 0);
   impl->special.assign(size, 0);

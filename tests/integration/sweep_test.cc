@@ -160,5 +160,22 @@ TEST(Sweep, FlagConflictsAreUsageErrors) {
   EXPECT_NE(result.err.find("--step-size must be greater than 1"), std::string::npos) << result.err;
 }
 
+TEST(SweepCli, BoundsThatPlanNothingAreUsageErrors) {
+  // The reference generator prints an empty matrix for these; a typo that plans nothing is an error.
+  for (const char* flag : {"--min-conc", "--max-conc", "--max-tp", "--max-ep"}) {
+    for (const char* value : {"0", "-4"}) {
+      auto result = run_ixbench({"sweep", "full-sweep", "--config-files", fixture("valid-master.yaml"),
+                                 "--runner-config", fixture("runners.yaml"), flag, value});
+      EXPECT_EQ(result.exit_code, 2) << flag << " " << value << ": " << result.out;
+      EXPECT_NE(result.err.find(std::string(flag) + " must be a positive integer, got " + value), std::string::npos)
+          << result.err;
+    }
+  }
+  auto result = run_ixbench({"sweep", "test-config", "--config-files", fixture("valid-master.yaml"), "--runner-config",
+                             fixture("runners.yaml"), "--config-keys", "x", "--conc", "4", "0"});
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_NE(result.err.find("--conc values must be positive concurrencies, got 0"), std::string::npos) << result.err;
+}
+
 }  // namespace
 }  // namespace ix::testing

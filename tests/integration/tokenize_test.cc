@@ -227,6 +227,29 @@ TEST(TokenizeCommandErrors, DecodeRejectsNonIds) {
   EXPECT_NE(r.err.find("'-1' (token #1) is not a token id"), std::string::npos) << r.err;
 }
 
+TEST(TokenizeCommandErrors, IdsTheTokenizerDoesNotHaveAreRefusedNotDecodedToNothing) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(package_json("qwen3"), ec)) GTEST_SKIP() << "run scripts/bootstrap.sh";
+  // --decode 200000 printed nothing and exited 0 (qwen3 has 151,669 ids).
+  auto r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--decode"}, "9906 200000");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("token #2 is id 200000, which this tokenizer does not have (its ids are 0.."), std::string::npos)
+      << r.err;
+}
+
+TEST(TokenizeCommandErrors, TextThatIsNotUtf8IsRefusedNotReplaced) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(package_json("qwen3"), ec)) GTEST_SKIP() << "run scripts/bootstrap.sh";
+  // The bytes were replaced by U+FFFD and tokenized without a word, though stdin is tokenized
+  // byte for byte.
+  auto r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--count"}, std::string("caf\xe9 au lait"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("stdin byte 3 (0xe9) is not valid UTF-8"), std::string::npos) << r.err;
+  r = run_ixbench({"tokenize", "--tokenizer", "qwen3", "--count"}, "caf\xc3\xa9 au lait");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(TokenizeCommandErrors, UnreadableStdinIsAnErrorNotEmptyText) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(package_json("qwen3"), ec)) GTEST_SKIP() << "run scripts/bootstrap.sh";

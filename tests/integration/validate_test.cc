@@ -142,6 +142,28 @@ TEST(Validate, DuplicateKeyIsReportedBesideOtherProblems) {
   EXPECT_NE(result.err.find("ixbench: error: 2 problem(s)"), std::string::npos) << result.err;
 }
 
+TEST(Validate, ControlCharactersInAConfigCannotForgeADiagnosticLine) {
+  // A key holding ESC and a line break printed a red, forged "fake.yaml:1:1:" diagnostic.
+  InEmptyDirectory cwd;
+  {
+    std::ofstream out(cwd.path() / "evil.yaml");
+    out << "\"x\\e[31m\\nfake.yaml:1:1: config 'y': all good\":\n  image: 1\n";
+  }
+  auto result = run_ixbench({"validate", "--config-files", "evil.yaml", "--runner-config", fixture("runners.yaml")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err.find('\x1b'), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("\nfake.yaml"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("config 'x\\x1b[31m\\nfake.yaml:1:1: config 'y': all good'"), std::string::npos)
+      << result.err;
+  const std::string_view err = result.err;
+  for (size_t start = 0; start < err.size();) {
+    const size_t end = std::min(err.find('\n', start), err.size());
+    const std::string_view line = err.substr(start, end - start);
+    EXPECT_TRUE(line.starts_with("evil.yaml:") || line.starts_with("ixbench: error:")) << line;
+    start = end + 1;
+  }
+}
+
 TEST(Validate, ConcListAboveTheBoundIsRefused) {
   InEmptyDirectory cwd;
   {

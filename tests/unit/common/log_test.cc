@@ -28,5 +28,13 @@ TEST(Log, LevelFiltersMessages) {
   EXPECT_NE(err.find("ERROR shown 2"), std::string::npos);
 }
 
+TEST(Log, ControlCharactersInAMessageAreEscaped) {
+  ::testing::internal::CaptureStderr();
+  warn("server said: {}", "\x1b[2Jgone\x07");
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_NE(err.find("server said: \\x1b[2Jgone\\x07\n"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace ix::log

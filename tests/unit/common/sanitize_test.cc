@@ -33,6 +33,10 @@ TEST_F(Sanitize, PrintableKeepsValidUtf8AndEscapesInvalidBytesAndC1Controls) {
   EXPECT_EQ(printable("tab\there"), "tab\\there");
 }
 
+TEST_F(Sanitize, PrintableLinesKeepsOnlyTheLineBreaks) {
+  EXPECT_EQ(printable_lines("2 problem(s):\na.yaml:1:1: x\x1b[2J\r"), "2 problem(s):\na.yaml:1:1: x\\x1b[2J\\r");
+}
+
 TEST_F(Sanitize, StorableIsAlwaysValidUtf8) {
   const std::string out = storable("chunk \xff\xfe{\"x\": \xc3");
   EXPECT_TRUE(utf8::is_valid(out));

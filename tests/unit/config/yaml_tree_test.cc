@@ -93,7 +93,21 @@ TEST(YamlTree, NestedAliasesThatExplodeAreRefused) {
   auto node = parse_yaml(text, "laughs.yaml");
   ASSERT_FALSE(node.has_value());
   EXPECT_NE(node.error().message().find("laughs.yaml:"), std::string::npos) << node.error().message();
-  EXPECT_NE(node.error().message().find("aliases expand to more than"), std::string::npos) << node.error().message();
+  EXPECT_NE(node.error().message().find("aliases expand the document past 1000000 nodes"), std::string::npos)
+      << node.error().message();
+}
+
+TEST(YamlTree, AHugeListWithoutAliasesIsRefusedForItsSizeNotForAliases) {
+  // An 8 MB conc-list was reported as an alias explosion though it held no alias.
+  std::string text = "conc-list: [";
+  for (int k = 0; k < 1'100'000; ++k) text += k ? ",1" : "1";
+  text += "]\n";
+  auto node = parse_yaml(text, "huge.yaml");
+  ASSERT_FALSE(node.has_value());
+  const std::string& message = node.error().message();
+  EXPECT_NE(message.find("huge.yaml:1:"), std::string::npos) << message;
+  EXPECT_NE(message.find("the document holds more than 1000000 YAML nodes"), std::string::npos) << message;
+  EXPECT_EQ(message.find("alias"), std::string::npos) << message;
 }
 
 TEST(YamlTree, ASecondDocumentIsAnError) {

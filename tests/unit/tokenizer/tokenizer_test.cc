@@ -95,6 +95,26 @@ TEST(Tokenizer, MalformedFilesAreClearErrors) {
   EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
 }
 
+TEST(Tokenizer, IdsBeyondTheVocabularyAreRefusedWithTheFieldNamed) {
+  // An id of 4e8 sized the id tables at 15 GB; 2e9 ended in std::bad_alloc.
+  for (const char* id : {"400000000", "2000000000", "5000000000", "3", "-1"}) {
+    const std::string json =
+        std::string(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": )") + id + R"(}, "merges": ["a b"]}})";
+    auto t = Tokenizer::from_json(json, "", "corrupt/tokenizer.json");
+    ASSERT_FALSE(t) << id;
+    EXPECT_EQ(t.error().code(), ErrorCode::kInvalidArgument) << t.error().to_string();
+    EXPECT_NE(t.error().message().find(std::string("model.vocab['ab'] = ") + id), std::string::npos)
+        << t.error().message();
+    EXPECT_NE(t.error().message().find("corrupt/tokenizer.json"), std::string::npos) << t.error().message();
+  }
+  const std::string bad_special = with("post_processor", R"({"type": "TemplateProcessing", "single": [
+      {"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}],
+      "special_tokens": {"<s>": {"ids": [300000000]}}})");
+  auto t = Tokenizer::from_json(bad_special);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message().find("special token id 300000000"), std::string::npos) << t.error().message();
+}
+
 TEST(Utf8, LossyRepairFollowsMaximalSubparts) {
   EXPECT_TRUE(utf8::is_valid("plain ascii"));
   EXPECT_TRUE(utf8::is_valid("東京 👍🏽"));
