@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/sanitize.h"
 #include "config/master_config.h"
 #include "sweep/planner.h"
 
@@ -49,7 +50,7 @@ struct SweepFlags {
 };
 
 int usage_error(const std::string& message) {
-  fmt::print(stderr, "ixbench: error: {}\n", message);
+  fmt::print(stderr, "ixbench: error: {}\n", printable(message));
   return kExitUsage;
 }
 

@@ -49,7 +49,7 @@ CLI::App* selected_leaf(CLI::App& app) {
 }
 
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "ixbench: error: %s (see 'ixbench --help')\n", message.c_str());
+  std::fprintf(stderr, "ixbench: error: %s (see 'ixbench --help')\n", printable(message).c_str());
   return kExitUsage;
 }
 
@@ -152,7 +152,7 @@ int run_main(int argc, char** argv) {
         fmt::print(stderr,
                    "ixbench: error: 'ixbench {}' does not take {}: unknown option or extra value (see "
                    "'ixbench {} --help')\n",
-                   path, fmt::join(extras, " "), path);
+                   path, printable(fmt::format("{}", fmt::join(extras, " "))), path);
         return kExitUsage;
       }
     }
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
   try {
     return ix::cli::run_main(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ixbench: internal error: %s\n", e.what());
+    std::fprintf(stderr, "ixbench: internal error: %s\n", ix::printable(e.what()).c_str());
     return ix::cli::kExitFailure;
   } catch (...) {
     std::fprintf(stderr, "ixbench: internal error: unknown exception\n");

@@ -59,6 +59,20 @@ TEST(Cli, UnknownOptionOfASubcommandNamesTheCommandAndTheOptionInOrder) {
   EXPECT_NE(nested.err.find("'ixbench sim predict' does not take stray"), std::string::npos) << nested.err;
 }
 
+TEST(Cli, ControlCharactersInArgumentsAreEscapedInUsageErrors) {
+  // An argument holding ESC and a line break was echoed raw, forging a second line.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--x\x1b[31m\nixbench: ok"},
+        std::vector<std::string>{"sim", "predict", "--tp", "8", "y\x1b[31m\nixbench: ok"},
+        std::vector<std::string>{"sweep", "full-sweep", "--config-files", "a.yaml", "--seq-lens", "z\x1b\n"}}) {
+    auto result = run_ixbench(args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(count_lines(result.err), 1u) << result.err;
+    EXPECT_EQ(result.err.find('\x1b'), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("\\x1b"), std::string::npos) << result.err;
+  }
+}
+
 TEST(Cli, MissingCommandIsUsageError) {
   auto result = run_ixbench({"--log-level", "debug"});
   EXPECT_EQ(result.exit_code, 2);
