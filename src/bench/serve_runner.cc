@@ -16,8 +16,10 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/rng.h"
+#include "common/sanitize.h"
 #include "common/strings.h"
-#include "common/utf8.h"
+#include "http/client_retry.h"
 #include "http/sse.h"
 #include "metrics/prometheus.h"
 #include "metrics/statistics.h"
@@ -45,6 +47,12 @@ using metrics::ErrorKind;
 using metrics::RequestRecord;
 
 constexpr int64_t kProbePeriodNs = 1'000'000;
+// usage.completion_tokens may exceed max_tokens by this much before it is a bad count (a server
+// that counts a stop or end-of-sequence token on top).
+constexpr int64_t kUsageSlackTokens = 16;
+// usage.prompt_tokens beyond twice the prompt's tokens plus this (a chat template's framing) is
+// not a count of the prompt that was sent.
+constexpr int64_t kPromptUsageSlackTokens = 4096;
 
 int64_t thread_cpu_ns() {
   timespec ts{};
@@ -89,6 +97,8 @@ struct Shared {
   std::atomic<int64_t> prompt_waits{0};
   std::atomic<int64_t> prompt_wait_max_ns{0};
   std::atomic<int64_t> retries{0};
+  int64_t retry_budget = 0;                 // retries allowed over the whole run (retry_budget())
+  std::atomic<int64_t> retries_refused{0};  // retries not made because the budget was spent
   std::mutex error_mutex;
   std::optional<Error> fatal;              // a client-side error (prompt synthesis) that ends the run
   std::optional<std::string> server_gone;  // the watched server refused connections while alive
@@ -111,6 +121,7 @@ class InFlight final : public http::ResponseSink {
     rec.expected_output_len = shape.output_len;
     text.clear();
     attempts = 0;
+    retry_pending = false;
     restart();
   }
   void restart() {
@@ -129,13 +140,15 @@ class InFlight final : public http::ResponseSink {
     saw_done_ = false;
     saw_finish_ = false;
     error_body_.clear();
+    retry_after_.clear();
   }
 
   void on_send(int64_t t_ns) override { rec.send_ns = t_ns; }
-  void on_head(int status, std::string_view, int64_t first_byte_ns) override {
+  void on_head(const http::ResponseHead& head, int64_t first_byte_ns) override {
     rec.first_byte_ns = first_byte_ns;
-    rec.http_status = status;
-    if (status != 200) rec.error_kind = ErrorKind::kHttpStatus;
+    rec.http_status = head.status;
+    retry_after_ = std::string(head.retry_after);
+    if (head.status != 200) rec.error_kind = ErrorKind::kHttpStatus;
   }
   bool on_body(std::string_view bytes, int64_t t_ns) override;
   void on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) override;
@@ -145,9 +158,15 @@ class InFlight final : public http::ResponseSink {
   std::string body;
   std::string text;
   int attempts = 0;
+  // A resend is scheduled (backoff); the ticket tells a stale timer from the current one.
+  bool retry_pending = false;
+  uint64_t retry_ticket = 0;
+  const std::string& retry_after() const { return retry_after_; }
 
  private:
   bool on_event(const http::SseEvent& event, int64_t t_ns);
+  std::optional<std::string> bad_usage(const openai::StreamChunk& chunk) const;
+  void classify_clean_end();
   void fail_with(ErrorKind kind, std::string message) {
     if (rec.error_kind == ErrorKind::kNone || rec.error_kind == ErrorKind::kHttpStatus) {
       rec.error_kind = kind;
@@ -161,6 +180,7 @@ class InFlight final : public http::ResponseSink {
   bool saw_done_ = false;
   bool saw_finish_ = false;
   std::string error_body_;
+  std::string retry_after_;
 };
 
 class Worker {
@@ -257,15 +277,29 @@ class Worker {
   // and reports done without waiting for the next scheduled arrival.
   void stop_now() {
     loop_.cancel_all();
+    finish_pending_retries();
     check_done();
   }
 
+  // Schedules a resend of a failed request after its backoff (or the server's Retry-After), when
+  // it has attempts left, the run's retry budget is not spent and the phase is not stopping.
   bool retry(InFlight* f) {
     if (f->attempts >= options().max_retries || phase_->stopping.load(std::memory_order_relaxed)) return false;
+    if (shared_.retries.fetch_add(1, std::memory_order_relaxed) >= shared_.retry_budget) {
+      shared_.retries.fetch_sub(1, std::memory_order_relaxed);
+      shared_.retries_refused.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    const int64_t delay = http::retry_delay_ns(f->attempts, f->retry_after(), unix_now_s(), jitter_.uniform01());
     ++f->attempts;
-    shared_.retries.fetch_add(1, std::memory_order_relaxed);
-    f->restart();
-    loop_.submit(make_request(*f), f);
+    f->retry_pending = true;
+    const uint64_t ticket = ++f->retry_ticket;
+    loop_.call_at(loop_.now_ns() + delay, [this, f, ticket] {
+      if (!f->retry_pending || f->retry_ticket != ticket) return;
+      f->retry_pending = false;
+      f->restart();
+      loop_.submit(make_request(*f), f);
+    });
     return true;
   }
 
@@ -425,6 +459,16 @@ class Worker {
     phase_->workers_done.fetch_add(1, std::memory_order_acq_rel);
   }
 
+  // A stop: requests waiting for their resend end now with the failure that made them wait.
+  void finish_pending_retries() {
+    for (auto& f : pool_) {
+      if (!f->retry_pending) continue;
+      f->retry_pending = false;
+      f->rec.output_len = 0;
+      complete(f.get());
+    }
+  }
+
   void probe() {
     const int64_t now = loop_.now_ns();
     if (measuring_) lag_.add(now - probe_due_ns_);
@@ -438,6 +482,7 @@ class Worker {
   Shared& shared_;
   http::ClientLoop loop_;
   openai::StreamChunkDecoder chunk_decoder_;
+  Rng jitter_ = Rng::stream(static_cast<uint64_t>(id_), "retry-jitter");
   std::vector<http::Header> headers_;  // of every request (built once)
   Phase* phase_ = nullptr;
   int64_t slots_ = 0;
@@ -457,15 +502,22 @@ class Worker {
   int64_t cpu_start_ns_ = 0, cpu_end_ns_ = 0, wall_start_ns_ = 0, wall_end_ns_ = 0;
 };
 
+// The start of a body kept to explain a failure, and how much of it the message shows. More is
+// kept than shown so that a credential the server echoes is redacted whole before the cut.
+constexpr size_t kErrorBodyKeptBytes = 4096;
+constexpr size_t kErrorBodyShownBytes = 300;
+
 bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
+  const auto keep = [&] {
+    if (error_body_.size() < kErrorBodyKeptBytes)
+      error_body_.append(bytes.substr(0, kErrorBodyKeptBytes - error_body_.size()));
+  };
   if (rec.error_kind == ErrorKind::kHttpStatus) {
-    if (error_body_.size() < 300) error_body_.append(bytes.substr(0, 300 - error_body_.size()));
+    keep();
     return true;
   }
   // The start of the body, to explain a response that is not an event stream.
-  if (sse_.events_decoded() == 0 && error_body_.size() < 300) {
-    error_body_.append(bytes.substr(0, 300 - error_body_.size()));
-  }
+  if (sse_.events_decoded() == 0) keep();
   bool keep_going = true;
   auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
     keep_going = on_event(event, t_ns);
@@ -491,6 +543,10 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
       return false;
     case openai::StreamChunk::Kind::kData: break;
   }
+  if (auto bad = bad_usage(*chunk)) {
+    fail_with(ErrorKind::kBadUsage, std::move(*bad));
+    return false;
+  }
   int64_t delta = 0;
   if (chunk->completion_tokens >= 0) {
     delta = chunk->completion_tokens - last_usage_;
@@ -513,50 +569,77 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
   return true;
 }
 
+// Usage counts that cannot be true of this request: never added to any total.
+std::optional<std::string> InFlight::bad_usage(const openai::StreamChunk& chunk) const {
+  if (!chunk.usage_error.empty()) return fmt::format("server reported {}", chunk.usage_error);
+  if (chunk.completion_tokens > rec.expected_output_len + kUsageSlackTokens) {
+    return fmt::format("server reported usage.completion_tokens {}, more than the {} requested (max_tokens) + {}",
+                       chunk.completion_tokens, rec.expected_output_len, kUsageSlackTokens);
+  }
+  if (chunk.prompt_tokens > 2 * rec.prompt_len + kPromptUsageSlackTokens) {
+    return fmt::format("server reported usage.prompt_tokens {} for a {}-token prompt (more than 2 x {} + {})",
+                       chunk.prompt_tokens, rec.prompt_len, rec.prompt_len, kPromptUsageSlackTokens);
+  }
+  return std::nullopt;
+}
+
+ErrorKind error_kind_of(http::FailureKind kind) {
+  switch (kind) {
+    case http::FailureKind::kNone: return ErrorKind::kNone;
+    case http::FailureKind::kConnect: return ErrorKind::kConnect;
+    case http::FailureKind::kTimeout: return ErrorKind::kTimeout;
+    case http::FailureKind::kReset: return ErrorKind::kReset;
+    case http::FailureKind::kClosed: return ErrorKind::kTruncated;
+    case http::FailureKind::kMalformed: return ErrorKind::kMalformed;
+    case http::FailureKind::kCancelled: return ErrorKind::kCancelled;
+  }
+  return ErrorKind::kOther;
+}
+
+// A response that arrived whole: is it a complete stream with content?
+void InFlight::classify_clean_end() {
+  if (sse_.events_decoded() == 0) {
+    rec.error_kind = ErrorKind::kMalformed;
+    rec.error_message = fmt::format("response is not an event stream (no SSE event): '{}'",
+                                    ix::storable(error_body_, kErrorBodyShownBytes));
+  } else if (!saw_done_ && !saw_finish_) {
+    rec.error_kind = ErrorKind::kTruncated;
+    rec.error_message = fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
+                                    rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
+  } else if (rec.content_event_ns.empty()) {
+    // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
+    // data the server did not produce.
+    rec.error_kind = ErrorKind::kNoContent;
+    rec.error_message = fmt::format(
+        "stream completed with {} events but no content-bearing one (no text, no token usage)", sse_.events_decoded());
+  }
+}
+
+bool retriable(const RequestRecord& rec) {
+  return rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
+         (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
+}
+
 void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) {
   rec.end_ns = t_ns;
   if (rec.error_kind == ErrorKind::kHttpStatus) {
-    // The body excerpt is cut at a byte count and may be any bytes (gzip, another charset): the
-    // result file must stay valid UTF-8 JSON.
-    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, utf8::to_valid(error_body_));
+    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, ix::storable(error_body_, kErrorBodyShownBytes));
   } else if (rec.error_kind == ErrorKind::kNone) {
-    switch (kind) {
-      case http::FailureKind::kNone:
-        if (sse_.events_decoded() == 0) {
-          rec.error_kind = ErrorKind::kMalformed;
-          rec.error_message =
-              fmt::format("response is not an event stream (no SSE event): '{}'", utf8::to_valid(error_body_));
-        } else if (!saw_done_ && !saw_finish_) {
-          rec.error_kind = ErrorKind::kTruncated;
-          rec.error_message =
-              fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
-                          rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
-        } else if (rec.content_event_ns.empty()) {
-          // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
-          // data the server did not produce.
-          rec.error_kind = ErrorKind::kNoContent;
-          rec.error_message =
-              fmt::format("stream completed with {} events but no content-bearing one (no text, no token usage)",
-                          sse_.events_decoded());
-        }
-        break;
-      case http::FailureKind::kConnect: rec.error_kind = ErrorKind::kConnect; break;
-      case http::FailureKind::kTimeout: rec.error_kind = ErrorKind::kTimeout; break;
-      case http::FailureKind::kReset: rec.error_kind = ErrorKind::kReset; break;
-      case http::FailureKind::kClosed: rec.error_kind = ErrorKind::kTruncated; break;
-      case http::FailureKind::kMalformed: rec.error_kind = ErrorKind::kMalformed; break;
-      case http::FailureKind::kCancelled: rec.error_kind = ErrorKind::kCancelled; break;
+    if (kind == http::FailureKind::kNone) {
+      classify_clean_end();
+    } else {
+      rec.error_kind = error_kind_of(kind);
     }
     if (rec.error_kind != ErrorKind::kNone && rec.error_message.empty()) rec.error_message = std::string(message);
   }
+  // Everything in a message may be the server's bytes (a body excerpt cut at a byte count, a
+  // malformed chunk, an echoed credential): stored valid UTF-8, with the secrets redacted.
+  rec.error_message = ix::storable(rec.error_message);
   rec.success = rec.error_kind == ErrorKind::kNone;
   if (rec.success) {
     rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later
   } else {
-    const bool retriable =
-        rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
-        (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
-    if (retriable && worker_->retry(this)) return;
+    if (retriable(rec) && worker_->retry(this)) return;
     rec.output_len = 0;
   }
   worker_->complete(this);
@@ -613,6 +696,10 @@ void judge_client_delay(const ClientDelay& d, metrics::ClientHealth& h) {
   }
 }
 
+int64_t retry_budget(int64_t requests) {
+  return kRetryBudgetFloor + static_cast<int64_t>(std::ceil(kRetryBudgetShare * static_cast<double>(requests)));
+}
+
 std::string profile_request_body(const ServeRunnerOptions& options, bool start) {
   const boost::json::object profile{{"num_steps", 1}, {"merge_profiles", true}, {"profile_by_stage", true}};
   openai::CompletionRequest request;
@@ -661,6 +748,7 @@ class WorkerPool {
  public:
   explicit WorkerPool(const ServeRunnerOptions& options) : threads_(worker_thread_count(options)) {
     shared.options = &options;
+    shared.retry_budget = retry_budget(static_cast<int64_t>(options.warmups.size() + options.measured.size()));
   }
   ~WorkerPool() { join(); }
   WorkerPool(const WorkerPool&) = delete;
@@ -839,7 +927,7 @@ struct ServerWindow {
 
 // A control request's outcome as stored: the status, or the (sanitised) error.
 boost::json::value control_outcome(const Result<http::SimpleResponse>& r) {
-  return r ? boost::json::value(r->status) : boost::json::value(r.error().message());
+  return r ? boost::json::value(r->status) : boost::json::value(ix::storable(r.error().message()));
 }
 
 ServerWindow open_server_window(const ServeRunnerOptions& options, bool stopped, ServeRunnerOutput& out) {
@@ -1043,6 +1131,7 @@ void record_counters(ServeRunnerOutput& out, const Merged& m, Shared& shared) {
   // CPU the event-loop threads used in the measured window (cost per event = this / events).
   out.extra["client_loop_cpu_s"] = static_cast<double>(m.client_cpu_ns) / 1e9;
   out.extra["retries"] = shared.retries.load();
+  out.extra["retries_refused_by_budget"] = shared.retries_refused.load();
   out.extra["warmup_failed"] = out.warmup_failed;
   out.extra["prompt_waits"] = shared.prompt_waits.load();
   std::lock_guard lock(shared.error_mutex);

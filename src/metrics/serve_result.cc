@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <limits>
 
+#include "common/sanitize.h"
 #include "metrics/statistics.h"
 
 namespace ix::metrics {
@@ -22,6 +24,7 @@ std::string_view error_kind_name(ErrorKind kind) {
     case ErrorKind::kServerError: return "server_error";
     case ErrorKind::kNoContent: return "no_content";
     case ErrorKind::kCancelled: return "cancelled";
+    case ErrorKind::kBadUsage: return "bad_usage";
     case ErrorKind::kOther: return "other";
   }
   return "other";
@@ -30,6 +33,14 @@ std::string_view error_kind_name(ErrorKind kind) {
 namespace {
 
 constexpr double kNsPerS = 1e9;
+
+// a + b, held at the int64 limits: token counts a server reported reach these sums, and a
+// wrapped total would turn into a negative throughput.
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
 
 double seconds_between(int64_t from_ns, int64_t to_ns) {
   return static_cast<double>(to_ns - from_ns) / kNsPerS;
@@ -102,7 +113,7 @@ void add_failed(const RequestRecord& r, Samples& s) {
   s.output_lens.emplace_back(0);
   const std::string kind(error_kind_name(r.error_kind));
   ++s.error_counts[kind];
-  if (!s.error_examples.contains(kind)) s.error_examples[kind] = r.error_message;
+  if (!s.error_examples.contains(kind)) s.error_examples[kind] = ix::storable(r.error_message);
 }
 
 // The gaps between a request's content events: one ITL sample per gap, and per token.
@@ -122,8 +133,8 @@ void add_completed(const RequestRecord& r, Samples& s) {
   ++s.completed;
   const int64_t output_len = r.output_len;
   s.output_lens.emplace_back(output_len);
-  s.total_input += r.prompt_len;
-  s.total_output += output_len;
+  s.total_input = saturating_add(s.total_input, r.prompt_len);
+  s.total_output = saturating_add(s.total_output, output_len);
 
   const double ttft = r.first_token_ns ? seconds_between(r.send_ns, r.first_token_ns) : 0.0;
   const int64_t last_ns = r.content_event_ns.empty() ? r.end_ns : r.content_event_ns.back();
@@ -142,8 +153,8 @@ void add_completed(const RequestRecord& r, Samples& s) {
   s.sched_e2el.push_back(seconds_between(r.scheduled_ns, last_ns));
   if (r.server_output_tokens >= 0 && r.client_output_tokens >= 0) {
     ++s.compared_requests;
-    s.server_tokens += r.server_output_tokens;
-    s.client_tokens += r.client_output_tokens;
+    s.server_tokens = saturating_add(s.server_tokens, r.server_output_tokens);
+    s.client_tokens = saturating_add(s.client_tokens, r.client_output_tokens);
     if (r.server_output_tokens != r.client_output_tokens) ++s.mismatch_requests;
   }
 }
@@ -263,7 +274,7 @@ void put_measurements(boost::json::object& out, Samples& s, const ServeRunInfo& 
   out["request_throughput"] = per_s(static_cast<double>(s.completed));
   out["request_goodput:"] = goodput;
   out["output_throughput"] = per_s(static_cast<double>(s.total_output));
-  out["total_token_throughput"] = per_s(static_cast<double>(s.total_input + s.total_output));
+  out["total_token_throughput"] = per_s(static_cast<double>(s.total_input) + static_cast<double>(s.total_output));
   out["max_output_tokens_per_s"] = busiest.output_tokens_per_s;
   out["max_concurrent_requests"] = busiest.concurrent_requests;
   out["input_lens"] = std::move(s.input_lens);
@@ -321,8 +332,12 @@ boost::json::object client_json(const ClientHealth& c) {
 }
 
 // The client's health, the run's validity with its reasons, then the caller's extra fields.
-void put_validity(boost::json::object& own, const ServeRunInfo& info) {
+void put_validity(boost::json::object& own, const ServeRunInfo& info, const Samples& s) {
   boost::json::array reasons;
+  if (s.completed == 0 && s.failed > 0) {
+    reasons.emplace_back(
+        fmt::format("no request completed ({} of {} failed; see error_counts and error_examples)", s.failed, s.failed));
+  }
   if (info.client) {
     own["client"] = client_json(*info.client);
     if (info.client->saturated) reasons.emplace_back(fmt::format("client saturated: {}", info.client->reason));
@@ -349,7 +364,7 @@ boost::json::object build_serve_result(const std::vector<RequestRecord>& records
   // top-level key ending in "ms" or containing "tpot" as a number, so nothing else may sit there.
   boost::json::object own;
   put_own_measurements(own, samples, info.metric_percentiles);
-  put_validity(own, info);
+  put_validity(own, info, samples);
   out["ixbench"] = std::move(own);
   return out;
 }
@@ -370,7 +385,7 @@ boost::json::object request_record_to_json(const RequestRecord& r, int64_t origi
   o["warmup"] = r.warmup;
   o["success"] = r.success;
   o["error_kind"] = error_kind_name(r.error_kind);
-  o["error"] = r.error_message;
+  o["error"] = ix::storable(r.error_message);
   o["http_status"] = r.http_status;
   o["prompt_len"] = r.prompt_len;
   o["output_len"] = r.output_len;
