@@ -3,6 +3,8 @@
 // echoed back, a connection closed mid-headers. What was measured is kept, stored valid and
 // redacted, and the run says what went wrong.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/json_io.h"
@@ -98,12 +101,17 @@ struct HostileRun {
   boost::json::object result;
 };
 
-HostileRun run_against(const HostileServer& server, const std::string& name, int prompts,
-                       const std::vector<std::string>& extra = {}) {
+std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("ixbench_hostile_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// bench serve's arguments for a small run against `server`, its result in `dir`.
+std::vector<std::string> hostile_args(const HostileServer& server, const std::filesystem::path& dir, int prompts,
+                                      const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"bench",
                                    "serve",
                                    "--base-url",
@@ -133,8 +141,14 @@ HostileRun run_against(const HostileServer& server, const std::string& name, int
                                    "--result-filename",
                                    "result.json"};
   args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+HostileRun run_against(const HostileServer& server, const std::string& name, int prompts,
+                       const std::vector<std::string>& extra = {}) {
+  const auto dir = fresh_dir(name);
   HostileRun run;
-  run.process = ix::testing::run_ixbench(args, "", 120.0);
+  run.process = ix::testing::run_ixbench(hostile_args(server, dir, prompts, extra), "", 120.0);
   run.result_text = slurp(dir / "result.json");
   run.jsonl_text = slurp(dir / "result.requests.jsonl");
   auto parsed = ix::json::parse(run.result_text);
@@ -216,6 +230,40 @@ TEST(BenchServeHostile, RetryAfterIsHonoured) {
   ASSERT_EQ(arrivals.size(), 2u);
   EXPECT_GE(arrivals[1] - arrivals[0], std::chrono::milliseconds(950));
   EXPECT_EQ(run.result.at("completed").as_int64(), 1);
+}
+
+TEST(BenchServeHostile, ARequestWaitingForItsRetryEndsAtOnceOnSigterm) {
+  HostileServer server([](int, const std::string&) {
+    return std::string("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 30\r\nContent-Length: 4\r\n\r\nwait");
+  });
+  const auto dir = fresh_dir("retry_sigterm");
+  std::vector<std::string> argv = {ix::testing::ixbench_binary()};
+  for (auto& a : hostile_args(server, dir, 1, {"--max-retries", "5"})) argv.push_back(std::move(a));
+  const pid_t pid = ix::testing::spawn_quiet(argv);
+  ASSERT_GT(pid, 0);
+  const auto started = Clock::now();
+  while (server.arrivals().empty() && Clock::now() - started < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(server.arrivals().empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the retry is now waiting its 30 s
+  ::kill(pid, SIGTERM);
+  const auto signalled = Clock::now();
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0 && Clock::now() - signalled < std::chrono::seconds(25))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto waited = Clock::now() - signalled;
+  if (waited >= std::chrono::seconds(25)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_EQ(server.arrivals().size(), 1u);
+  auto result = ix::json::read_file(dir / "result.json");
+  ASSERT_TRUE(result && result->is_object());
+  EXPECT_EQ(result->as_object().at("failed").as_int64(), 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchServeHostile, ImpossibleUsageIsACountedErrorNotArithmetic) {
