@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/rng.h"
+#include "common/sanitize.h"
 #include "common/stop_signal.h"
 #include "metrics/serve_result.h"
 #include "tokenizer/chat_template.h"
@@ -98,7 +99,8 @@ Result<double> wait_until_ready(const ServeRunnerOptions& run, double timeout_s)
       if (attempt > 1) log::info("bench serve: {} answered after {:.1f} s ({} attempts)", where, waited, attempt);
       return waited;
     }
-    last = reply ? fmt::format("HTTP {}: {}", reply->status, reply->body.substr(0, 200)) : reply.error().message();
+    last = ix::printable(reply ? fmt::format("HTTP {}: {}", reply->status, reply->body.substr(0, 200))
+                               : reply.error().message());
     // The next attempt a second after this one began, in short sleeps that notice a stop signal.
     const int64_t next = std::min(now + kRetryNs, deadline);
     while (true) {
@@ -456,6 +458,17 @@ void log_start(const BenchServeOptions& o, const ServePlan& plan, const ServeRun
             plan.threads);
 }
 
+// The credentials of a run (OPENAI_API_KEY, with its "Bearer" form, and every --header value:
+// Authorization among them) are redacted from everything stored or printed from here on, so a
+// server that echoes them in an error body never gets them into a result, the JSONL or stderr.
+void register_run_secrets(const ServePlan& plan) {
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) {
+    ix::register_secret(fmt::format("Bearer {}", key));
+    ix::register_secret(key);
+  }
+  for (const auto& header : plan.headers) ix::register_secret(header.value);
+}
+
 // Exit status for a stop signal that arrived before anything was measured (nothing to write).
 std::optional<int> stopped_before_run() {
   const int sig = StopSignals::signal();
@@ -473,6 +486,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   StopSignals stop_signals;
   auto plan = plan_serve(o);
   if (!plan) return std::unexpected(plan.error());
+  register_run_secrets(*plan);
   auto workload = prepare_workload(o, *plan);
   if (auto stopped = stopped_before_run()) return *stopped;
   if (!workload) return std::unexpected(workload.error());

@@ -8,6 +8,7 @@
 
 #include "common/json_io.h"
 #include "common/log.h"
+#include "common/sanitize.h"
 
 namespace ix::bench {
 namespace {
@@ -141,7 +142,7 @@ int exit_status(const BenchServeOptions& o, const RunVerdict& v, const boost::js
     if (const auto* examples = own.if_contains("error_examples"); examples && examples->is_object()) {
       for (const auto& [kind, message] : examples->as_object()) {
         if (message.is_string())
-          log::error("bench serve: e.g. {}: {}", std::string_view(kind), std::string_view(message.as_string()));
+          log::error("bench serve: e.g. {}: {}", std::string_view(kind), ix::printable(message.as_string()));
       }
     }
     status = 1;

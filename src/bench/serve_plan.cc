@@ -13,8 +13,10 @@
 #include <limits>
 #include <thread>
 
+#include "bench/serve_runner.h"
 #include "common/json_io.h"
 #include "common/strings.h"
+#include "http/client_retry.h"
 #include "metrics/statistics.h"
 
 namespace ix::bench {
@@ -206,8 +208,12 @@ Result<void> plan_pacing(const BenchServeOptions& o, ServePlan& plan) {
   if (!(o.request_timeout_s > 0 && o.request_timeout_s <= kMaxRequestTimeoutS))
     return std::unexpected(invalid(fmt::format("--request-timeout must be a number of seconds in (0, {:.0f}], got {}",
                                                kMaxRequestTimeoutS, o.request_timeout_s)));
-  if (o.max_retries < 0)
-    return std::unexpected(invalid(fmt::format("--max-retries must be >= 0, got {}", o.max_retries)));
+  if (o.max_retries < 0 || o.max_retries > kMaxRetriesPerRequest)
+    return std::unexpected(invalid(fmt::format(
+        "--max-retries must be between 0 and {} (each retry backs off up to {} s, and a run's retries stop at {}% "
+        "of its requests + {}), got {}",
+        kMaxRetriesPerRequest, http::kRetryMaxDelayNs / 1'000'000'000, kRetryBudgetShare * 100, kRetryBudgetFloor,
+        o.max_retries)));
   if (o.threads < 0 || o.threads > kMaxClientThreads)
     return std::unexpected(
         invalid(fmt::format("--threads must be in [0, {}] (0 = auto), got {}", kMaxClientThreads, o.threads)));

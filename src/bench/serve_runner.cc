@@ -16,8 +16,10 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/rng.h"
+#include "common/sanitize.h"
 #include "common/strings.h"
-#include "common/utf8.h"
+#include "http/client_retry.h"
 #include "http/sse.h"
 #include "metrics/prometheus.h"
 #include "metrics/statistics.h"
@@ -45,6 +47,12 @@ using metrics::ErrorKind;
 using metrics::RequestRecord;
 
 constexpr int64_t kProbePeriodNs = 1'000'000;
+// usage.completion_tokens may exceed max_tokens by this much before it is a bad count (a server
+// that counts a stop or end-of-sequence token on top).
+constexpr int64_t kUsageSlackTokens = 16;
+// usage.prompt_tokens beyond twice the prompt's tokens plus this (a chat template's framing) is
+// not a count of the prompt that was sent.
+constexpr int64_t kPromptUsageSlackTokens = 4096;
 
 int64_t thread_cpu_ns() {
   timespec ts{};
@@ -89,6 +97,8 @@ struct Shared {
   std::atomic<int64_t> prompt_waits{0};
   std::atomic<int64_t> prompt_wait_max_ns{0};
   std::atomic<int64_t> retries{0};
+  int64_t retry_budget = 0;                 // retries allowed over the whole run (retry_budget())
+  std::atomic<int64_t> retries_refused{0};  // retries not made because the budget was spent
   std::mutex error_mutex;
   std::optional<Error> fatal;              // a client-side error (prompt synthesis) that ends the run
   std::optional<std::string> server_gone;  // the watched server refused connections while alive
@@ -111,6 +121,7 @@ class InFlight final : public http::ResponseSink {
     rec.expected_output_len = shape.output_len;
     text.clear();
     attempts = 0;
+    retry_pending = false;
     restart();
   }
   void restart() {
@@ -129,13 +140,15 @@ class InFlight final : public http::ResponseSink {
     saw_done_ = false;
     saw_finish_ = false;
     error_body_.clear();
+    retry_after_.clear();
   }
 
   void on_send(int64_t t_ns) override { rec.send_ns = t_ns; }
-  void on_head(int status, std::string_view, int64_t first_byte_ns) override {
+  void on_head(const http::ResponseHead& head, int64_t first_byte_ns) override {
     rec.first_byte_ns = first_byte_ns;
-    rec.http_status = status;
-    if (status != 200) rec.error_kind = ErrorKind::kHttpStatus;
+    rec.http_status = head.status;
+    retry_after_ = std::string(head.retry_after);
+    if (head.status != 200) rec.error_kind = ErrorKind::kHttpStatus;
   }
   bool on_body(std::string_view bytes, int64_t t_ns) override;
   void on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) override;
@@ -145,9 +158,15 @@ class InFlight final : public http::ResponseSink {
   std::string body;
   std::string text;
   int attempts = 0;
+  // A resend is scheduled (backoff); the ticket tells a stale timer from the current one.
+  bool retry_pending = false;
+  uint64_t retry_ticket = 0;
+  const std::string& retry_after() const { return retry_after_; }
 
  private:
   bool on_event(const http::SseEvent& event, int64_t t_ns);
+  std::optional<std::string> bad_usage(const openai::StreamChunk& chunk) const;
+  void classify_clean_end();
   void fail_with(ErrorKind kind, std::string message) {
     if (rec.error_kind == ErrorKind::kNone || rec.error_kind == ErrorKind::kHttpStatus) {
       rec.error_kind = kind;
@@ -161,6 +180,7 @@ class InFlight final : public http::ResponseSink {
   bool saw_done_ = false;
   bool saw_finish_ = false;
   std::string error_body_;
+  std::string retry_after_;
 };
 
 class Worker {
@@ -257,15 +277,29 @@ class Worker {
   // and reports done without waiting for the next scheduled arrival.
   void stop_now() {
     loop_.cancel_all();
+    finish_pending_retries();
     check_done();
   }
 
+  // Schedules a resend of a failed request after its backoff (or the server's Retry-After), when
+  // it has attempts left, the run's retry budget is not spent and the phase is not stopping.
   bool retry(InFlight* f) {
     if (f->attempts >= options().max_retries || phase_->stopping.load(std::memory_order_relaxed)) return false;
+    if (shared_.retries.fetch_add(1, std::memory_order_relaxed) >= shared_.retry_budget) {
+      shared_.retries.fetch_sub(1, std::memory_order_relaxed);
+      shared_.retries_refused.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    const int64_t delay = http::retry_delay_ns(f->attempts, f->retry_after(), unix_now_s(), jitter_.uniform01());
     ++f->attempts;
-    shared_.retries.fetch_add(1, std::memory_order_relaxed);
-    f->restart();
-    loop_.submit(make_request(*f), f);
+    f->retry_pending = true;
+    const uint64_t ticket = ++f->retry_ticket;
+    loop_.call_at(loop_.now_ns() + delay, [this, f, ticket] {
+      if (!f->retry_pending || f->retry_ticket != ticket) return;
+      f->retry_pending = false;
+      f->restart();
+      loop_.submit(make_request(*f), f);
+    });
     return true;
   }
 
@@ -425,6 +459,16 @@ class Worker {
     phase_->workers_done.fetch_add(1, std::memory_order_acq_rel);
   }
 
+  // A stop: requests waiting for their resend end now with the failure that made them wait.
+  void finish_pending_retries() {
+    for (auto& f : pool_) {
+      if (!f->retry_pending) continue;
+      f->retry_pending = false;
+      f->rec.output_len = 0;
+      complete(f.get());
+    }
+  }
+
   void probe() {
     const int64_t now = loop_.now_ns();
     if (measuring_) lag_.add(now - probe_due_ns_);
@@ -438,6 +482,7 @@ class Worker {
   Shared& shared_;
   http::ClientLoop loop_;
   openai::StreamChunkDecoder chunk_decoder_;
+  Rng jitter_ = Rng::stream(static_cast<uint64_t>(id_), "retry-jitter");
   std::vector<http::Header> headers_;  // of every request (built once)
   Phase* phase_ = nullptr;
   int64_t slots_ = 0;
@@ -457,15 +502,22 @@ class Worker {
   int64_t cpu_start_ns_ = 0, cpu_end_ns_ = 0, wall_start_ns_ = 0, wall_end_ns_ = 0;
 };
 
+// The start of a body kept to explain a failure, and how much of it the message shows. More is
+// kept than shown so that a credential the server echoes is redacted whole before the cut.
+constexpr size_t kErrorBodyKeptBytes = 4096;
+constexpr size_t kErrorBodyShownBytes = 300;
+
 bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
+  const auto keep = [&] {
+    if (error_body_.size() < kErrorBodyKeptBytes)
+      error_body_.append(bytes.substr(0, kErrorBodyKeptBytes - error_body_.size()));
+  };
   if (rec.error_kind == ErrorKind::kHttpStatus) {
-    if (error_body_.size() < 300) error_body_.append(bytes.substr(0, 300 - error_body_.size()));
+    keep();
     return true;
   }
   // The start of the body, to explain a response that is not an event stream.
-  if (sse_.events_decoded() == 0 && error_body_.size() < 300) {
-    error_body_.append(bytes.substr(0, 300 - error_body_.size()));
-  }
+  if (sse_.events_decoded() == 0) keep();
   bool keep_going = true;
   auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
     keep_going = on_event(event, t_ns);
@@ -491,6 +543,10 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
       return false;
     case openai::StreamChunk::Kind::kData: break;
   }
+  if (auto bad = bad_usage(*chunk)) {
+    fail_with(ErrorKind::kBadUsage, std::move(*bad));
+    return false;
+  }
   int64_t delta = 0;
   if (chunk->completion_tokens >= 0) {
     delta = chunk->completion_tokens - last_usage_;
@@ -513,50 +569,77 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
   return true;
 }
 
+// Usage counts that cannot be true of this request: never added to any total.
+std::optional<std::string> InFlight::bad_usage(const openai::StreamChunk& chunk) const {
+  if (!chunk.usage_error.empty()) return fmt::format("server reported {}", chunk.usage_error);
+  if (chunk.completion_tokens > rec.expected_output_len + kUsageSlackTokens) {
+    return fmt::format("server reported usage.completion_tokens {}, more than the {} requested (max_tokens) + {}",
+                       chunk.completion_tokens, rec.expected_output_len, kUsageSlackTokens);
+  }
+  if (chunk.prompt_tokens > 2 * rec.prompt_len + kPromptUsageSlackTokens) {
+    return fmt::format("server reported usage.prompt_tokens {} for a {}-token prompt (more than 2 x {} + {})",
+                       chunk.prompt_tokens, rec.prompt_len, rec.prompt_len, kPromptUsageSlackTokens);
+  }
+  return std::nullopt;
+}
+
+ErrorKind error_kind_of(http::FailureKind kind) {
+  switch (kind) {
+    case http::FailureKind::kNone: return ErrorKind::kNone;
+    case http::FailureKind::kConnect: return ErrorKind::kConnect;
+    case http::FailureKind::kTimeout: return ErrorKind::kTimeout;
+    case http::FailureKind::kReset: return ErrorKind::kReset;
+    case http::FailureKind::kClosed: return ErrorKind::kTruncated;
+    case http::FailureKind::kMalformed: return ErrorKind::kMalformed;
+    case http::FailureKind::kCancelled: return ErrorKind::kCancelled;
+  }
+  return ErrorKind::kOther;
+}
+
+// A response that arrived whole: is it a complete stream with content?
+void InFlight::classify_clean_end() {
+  if (sse_.events_decoded() == 0) {
+    rec.error_kind = ErrorKind::kMalformed;
+    rec.error_message = fmt::format("response is not an event stream (no SSE event): '{}'",
+                                    ix::storable(error_body_, kErrorBodyShownBytes));
+  } else if (!saw_done_ && !saw_finish_) {
+    rec.error_kind = ErrorKind::kTruncated;
+    rec.error_message = fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
+                                    rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
+  } else if (rec.content_event_ns.empty()) {
+    // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
+    // data the server did not produce.
+    rec.error_kind = ErrorKind::kNoContent;
+    rec.error_message = fmt::format(
+        "stream completed with {} events but no content-bearing one (no text, no token usage)", sse_.events_decoded());
+  }
+}
+
+bool retriable(const RequestRecord& rec) {
+  return rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
+         (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
+}
+
 void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) {
   rec.end_ns = t_ns;
   if (rec.error_kind == ErrorKind::kHttpStatus) {
-    // The body excerpt is cut at a byte count and may be any bytes (gzip, another charset): the
-    // result file must stay valid UTF-8 JSON.
-    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, utf8::to_valid(error_body_));
+    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, ix::storable(error_body_, kErrorBodyShownBytes));
   } else if (rec.error_kind == ErrorKind::kNone) {
-    switch (kind) {
-      case http::FailureKind::kNone:
-        if (sse_.events_decoded() == 0) {
-          rec.error_kind = ErrorKind::kMalformed;
-          rec.error_message =
-              fmt::format("response is not an event stream (no SSE event): '{}'", utf8::to_valid(error_body_));
-        } else if (!saw_done_ && !saw_finish_) {
-          rec.error_kind = ErrorKind::kTruncated;
-          rec.error_message =
-              fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
-                          rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
-        } else if (rec.content_event_ns.empty()) {
-          // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
-          // data the server did not produce.
-          rec.error_kind = ErrorKind::kNoContent;
-          rec.error_message =
-              fmt::format("stream completed with {} events but no content-bearing one (no text, no token usage)",
-                          sse_.events_decoded());
-        }
-        break;
-      case http::FailureKind::kConnect: rec.error_kind = ErrorKind::kConnect; break;
-      case http::FailureKind::kTimeout: rec.error_kind = ErrorKind::kTimeout; break;
-      case http::FailureKind::kReset: rec.error_kind = ErrorKind::kReset; break;
-      case http::FailureKind::kClosed: rec.error_kind = ErrorKind::kTruncated; break;
-      case http::FailureKind::kMalformed: rec.error_kind = ErrorKind::kMalformed; break;
-      case http::FailureKind::kCancelled: rec.error_kind = ErrorKind::kCancelled; break;
+    if (kind == http::FailureKind::kNone) {
+      classify_clean_end();
+    } else {
+      rec.error_kind = error_kind_of(kind);
     }
     if (rec.error_kind != ErrorKind::kNone && rec.error_message.empty()) rec.error_message = std::string(message);
   }
+  // Everything in a message may be the server's bytes (a body excerpt cut at a byte count, a
+  // malformed chunk, an echoed credential): stored valid UTF-8, with the secrets redacted.
+  rec.error_message = ix::storable(rec.error_message);
   rec.success = rec.error_kind == ErrorKind::kNone;
   if (rec.success) {
     rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later
   } else {
-    const bool retriable =
-        rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
-        (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
-    if (retriable && worker_->retry(this)) return;
+    if (retriable(rec) && worker_->retry(this)) return;
     rec.output_len = 0;
   }
   worker_->complete(this);
@@ -613,6 +696,10 @@ void judge_client_delay(const ClientDelay& d, metrics::ClientHealth& h) {
   }
 }
 
+int64_t retry_budget(int64_t requests) {
+  return kRetryBudgetFloor + static_cast<int64_t>(std::ceil(kRetryBudgetShare * static_cast<double>(requests)));
+}
+
 std::string profile_request_body(const ServeRunnerOptions& options, bool start) {
   const boost::json::object profile{{"num_steps", 1}, {"merge_profiles", true}, {"profile_by_stage", true}};
   openai::CompletionRequest request;
@@ -625,22 +712,27 @@ std::string profile_request_body(const ServeRunnerOptions& options, bool start) 
   return openai::build_request_body(options.backend, request);
 }
 
-Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
-  if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
-  if (!options.lora_modules.empty()) {
-    const bool fits = options.lora_choice.size() == options.measured.size() &&
-                      std::all_of(options.lora_choice.begin(), options.lora_choice.end(),
-                                  [&](uint32_t k) { return k < options.lora_modules.size(); });
-    if (!fits)
-      return fail(ErrorCode::kInvalidArgument, "run_serve: lora_choice must pick a module for every measured request");
-  }
-  // No more threads than the concurrency cap: a closed-loop worker's share of the cap would be
-  // zero and the thread idle.
-  const int threads = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(options.threads, options.max_concurrency.value_or(options.threads))));
-  Shared shared;
-  shared.options = &options;
+namespace {
 
+Result<void> check_runner_options(const ServeRunnerOptions& options) {
+  if (!options.prompt) return fail(ErrorCode::kInvalidArgument, "run_serve: no prompt supplier");
+  if (options.lora_modules.empty()) return {};
+  const bool fits = options.lora_choice.size() == options.measured.size() &&
+                    std::all_of(options.lora_choice.begin(), options.lora_choice.end(),
+                                [&](uint32_t k) { return k < options.lora_modules.size(); });
+  if (!fits)
+    return fail(ErrorCode::kInvalidArgument, "run_serve: lora_choice must pick a module for every measured request");
+  return {};
+}
+
+// No more threads than the concurrency cap: a closed-loop worker's share of the cap would be
+// zero and the thread idle.
+int worker_thread_count(const ServeRunnerOptions& options) {
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(options.threads, options.max_concurrency.value_or(options.threads))));
+}
+
+http::LoopOptions loop_options_for(const ServeRunnerOptions& options) {
   http::LoopOptions loop_options;
   loop_options.target = options.base;
   loop_options.verify_tls = options.verify_tls;
@@ -648,134 +740,237 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   // Connecting counts against --request-timeout too (a server that never accepts failed each
   // request after the loop's fixed 10 s instead).
   loop_options.connect_timeout_ns = std::min(loop_options.connect_timeout_ns, options.request_timeout_ns);
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int i = 0; i < threads; ++i) {
-    workers.push_back(std::make_unique<Worker>(i, threads, shared, loop_options));
-    if (auto ok = workers.back()->loop().prepare(); !ok) return std::unexpected(ok.error());
-    shared.workers.push_back(workers.back().get());
-  }
-  std::vector<std::thread> loop_threads;
-  for (auto& w : workers) {
-    Worker* raw = w.get();
-    raw->loop().post([raw] { raw->start_probe(); });
-    loop_threads.emplace_back([raw] { raw->loop().run(); });
-  }
+  return loop_options;
+}
 
-  ServeRunnerOutput out;
-  auto stop_reason = [&]() -> std::optional<std::string> {
-    if (options.interrupt && options.interrupt->load())
-      return std::string("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed");
-    if (!process_alive(options.server_pid)) {
-      return fmt::format("server process {} exited during the run", options.server_pid);
+// The workers of a run, each on its own loop thread from start() until join() (or destruction).
+class WorkerPool {
+ public:
+  explicit WorkerPool(const ServeRunnerOptions& options) : threads_(worker_thread_count(options)) {
+    shared.options = &options;
+    shared.retry_budget = retry_budget(static_cast<int64_t>(options.warmups.size() + options.measured.size()));
+  }
+  ~WorkerPool() { join(); }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Resolves the target once per worker, then starts the loops. Errors: kUnavailable.
+  Result<void> start() {
+    const http::LoopOptions loop_options = loop_options_for(*shared.options);
+    for (int i = 0; i < threads_; ++i) {
+      workers_.push_back(std::make_unique<Worker>(i, threads_, shared, loop_options));
+      if (auto ok = workers_.back()->loop().prepare(); !ok) return std::unexpected(ok.error());
+      shared.workers.push_back(workers_.back().get());
     }
-    std::lock_guard lock(shared.error_mutex);
-    if (shared.fatal) return shared.fatal->message();
-    return shared.server_gone;
-  };
-
-  auto streamed = [&] {
+    for (auto& w : workers_) {
+      Worker* raw = w.get();
+      raw->loop().post([raw] { raw->start_probe(); });
+      loop_threads_.emplace_back([raw] { raw->loop().run(); });
+    }
+    return {};
+  }
+  void join() {
+    for (auto& w : workers_) w->loop().stop();
+    for (auto& t : loop_threads_) t.join();
+    loop_threads_.clear();
+  }
+  // Runs fn(worker) on each worker's loop thread.
+  void post_all(const std::function<void(Worker*)>& fn) {
+    for (auto& w : workers_) {
+      Worker* raw = w.get();
+      raw->loop().post([raw, fn] { fn(raw); });
+    }
+  }
+  // Ends the measured window on every worker (its CPU and wall clocks), waiting for each.
+  void stop_measuring() {
+    for (auto& w : workers_) {
+      Worker* raw = w.get();
+      std::atomic<bool> done{false};
+      raw->loop().post([raw, &done] {
+        raw->stop_measuring();
+        done.store(true);
+      });
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  int64_t streamed() const {
     int64_t total = 0;
-    for (const auto& w : workers) total += w->streamed_tokens();
+    for (const auto& w : workers_) total += w->streamed_tokens();
     return total;
-  };
-  // Runs one phase to completion (or until stopped); returns the stop reason if stopped.
-  auto run_phase = [&](Phase& phase, int64_t total_slots) -> std::optional<std::string> {
-    const int64_t t_start = SteadyClock().now_ns();
-    std::optional<std::string> reason;
-    phase.cap = total_slots;
-    for (int i = 0; i < threads; ++i) {
-      const int64_t share = total_slots / threads + (i < total_slots % threads ? 1 : 0);
-      Worker* w = workers[static_cast<size_t>(i)].get();
-      w->loop().post([w, &phase, share] { w->start_phase(&phase, share); });
-    }
-    int64_t next_progress = t_start;
-    bool stop_posted = false;
-    while (phase.workers_done.load(std::memory_order_acquire) < threads) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      if (!stop_posted) {
-        reason = stop_reason();
-        // A worker may have stopped the phase itself (dead server, prompt error): the others
-        // must stop too, not wait for their next scheduled arrival.
-        if (reason || phase.stopping.load()) {
-          phase.stopping.store(true);
-          stop_posted = true;
-          for (auto& w : workers) {
-            Worker* raw = w.get();
-            raw->loop().post([raw] { raw->stop_now(); });
-          }
-        }
-      }
-      const int64_t now = SteadyClock().now_ns();
-      if (options.on_progress && now >= next_progress) {
-        next_progress = now + int64_t{options.progress_interval_ms} * 1'000'000;
-        options.on_progress(ServeProgress{
-            .total = static_cast<int64_t>(phase.end - phase.begin),
-            .completed = phase.warmup ? 0 : shared.completed.load(),
-            .failed = phase.warmup ? 0 : shared.failed.load(),
-            .output_tokens = phase.warmup ? 0 : streamed(),
-            .elapsed_s = static_cast<double>(now - t_start) / 1e9,
-            .warmup = phase.warmup,
-        });
-      }
-    }
-    if (!reason && phase.stopping.load()) reason = stop_reason().value_or("stopped early");
-    bool refused = false;
-    {
-      std::lock_guard lock(shared.error_mutex);
-      refused = reason && shared.server_gone && *reason == *shared.server_gone;
-    }
-    if (refused) reason.reset();  // say "exited" below if it does so within the wait
-    if (!reason && options.server_pid > 0 && (shared.failed.load() > 0 || refused)) {
-      // A server that is shutting down closes its listener before its process exits: the
-      // remaining requests can all fail in the meantime. Give it a moment to finish dying so the
-      // run is not reported as a valid one with a failing server.
-      for (int i = 0; i < 100 && !reason; ++i) {
-        if (!process_alive(options.server_pid)) {
-          reason = fmt::format("server process {} exited during the run", options.server_pid);
-        } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-      }
-      if (!reason && refused) reason = stop_reason();
-    }
-    return reason;
-  };
-
-  const int64_t unlimited = std::numeric_limits<int32_t>::max();
-  const int64_t concurrency = options.max_concurrency.value_or(unlimited);
-  std::optional<std::string> stopped;
-
-  if (!options.warmups.empty()) {
-    Phase warm;
-    warm.warmup = true;
-    warm.begin = 0;
-    warm.end = options.warmups.size();
-    warm.next.store(0);
-    warm.t0 = SteadyClock().now_ns();
-    stopped = run_phase(warm, std::min<int64_t>(concurrency, static_cast<int64_t>(options.warmups.size())));
-    out.extra["warmup_duration_s"] = static_cast<double>(SteadyClock().now_ns() - warm.t0) / 1e9;
   }
+  int size() const { return threads_; }
+  Worker& at(int i) { return *workers_[static_cast<size_t>(i)]; }
+  const std::vector<std::unique_ptr<Worker>>& workers() const { return workers_; }
 
-  // The same credentials and extra headers as the benchmark's requests (an auth proxy in front of
-  // the server guards /metrics and the profiler too).
-  const std::vector<http::Header> control_headers = server_headers(options);
+  Shared shared;
+
+ private:
+  int threads_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> loop_threads_;
+};
+
+std::string server_exited(pid_t pid) {
+  return fmt::format("server process {} exited during the run", pid);
+}
+
+// Why the run must stop now (a signal, the server died, a client error), or nullopt.
+std::optional<std::string> stop_reason(const ServeRunnerOptions& options, Shared& shared) {
+  if (options.interrupt && options.interrupt->load())
+    return std::string("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed");
+  if (!process_alive(options.server_pid)) return server_exited(options.server_pid);
+  std::lock_guard lock(shared.error_mutex);
+  if (shared.fatal) return shared.fatal->message();
+  return shared.server_gone;
+}
+
+void report_progress(WorkerPool& pool, const Phase& phase, int64_t t_start, int64_t now) {
+  const Shared& shared = pool.shared;
+  shared.options->on_progress(ServeProgress{
+      .total = static_cast<int64_t>(phase.end - phase.begin),
+      .completed = phase.warmup ? 0 : shared.completed.load(),
+      .failed = phase.warmup ? 0 : shared.failed.load(),
+      .output_tokens = phase.warmup ? 0 : pool.streamed(),
+      .elapsed_s = static_cast<double>(now - t_start) / 1e9,
+      .warmup = phase.warmup,
+  });
+}
+
+// Waits for every worker to finish the phase, stopping them all at the first stop reason (or
+// when a worker stopped the phase itself: a dead server, a prompt error), and reports progress.
+std::optional<std::string> watch_phase(WorkerPool& pool, Phase& phase) {
+  const ServeRunnerOptions& options = *pool.shared.options;
+  const int64_t t_start = SteadyClock().now_ns();
+  std::optional<std::string> reason;
+  int64_t next_progress = t_start;
+  bool stop_posted = false;
+  while (phase.workers_done.load(std::memory_order_acquire) < pool.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!stop_posted) {
+      reason = stop_reason(options, pool.shared);
+      if (reason || phase.stopping.load()) {
+        phase.stopping.store(true);
+        stop_posted = true;
+        pool.post_all([](Worker* w) { w->stop_now(); });
+      }
+    }
+    const int64_t now = SteadyClock().now_ns();
+    if (options.on_progress && now >= next_progress) {
+      next_progress = now + int64_t{options.progress_interval_ms} * 1'000'000;
+      report_progress(pool, phase, t_start, now);
+    }
+  }
+  if (!reason && phase.stopping.load()) reason = stop_reason(options, pool.shared).value_or("stopped early");
+  return reason;
+}
+
+// A server that is shutting down closes its listener before its process exits: the remaining
+// requests can all fail in the meantime. Gives it a moment to finish dying so the run is not
+// reported as a valid one with a failing server ("exited" rather than "refused connections").
+std::optional<std::string> confirm_server_exit(const ServeRunnerOptions& options, Shared& shared,
+                                               std::optional<std::string> reason) {
+  bool refused = false;
+  {
+    std::lock_guard lock(shared.error_mutex);
+    refused = reason && shared.server_gone && *reason == *shared.server_gone;
+  }
+  if (refused) reason.reset();
+  if (reason || options.server_pid <= 0 || (shared.failed.load() == 0 && !refused)) return reason;
+  for (int i = 0; i < 100 && !reason; ++i) {
+    if (!process_alive(options.server_pid)) {
+      reason = server_exited(options.server_pid);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  if (!reason && refused) reason = stop_reason(options, shared);
+  return reason;
+}
+
+// Runs one phase to completion (or until stopped); returns the stop reason if stopped.
+std::optional<std::string> run_phase(WorkerPool& pool, Phase& phase, int64_t total_slots) {
+  phase.cap = total_slots;
+  const int threads = pool.size();
+  for (int i = 0; i < threads; ++i) {
+    const int64_t share = total_slots / threads + (i < total_slots % threads ? 1 : 0);
+    Worker* w = &pool.at(i);
+    w->loop().post([w, &phase, share] { w->start_phase(&phase, share); });
+  }
+  return confirm_server_exit(*pool.shared.options, pool.shared, watch_phase(pool, phase));
+}
+
+constexpr int64_t kUnlimitedConcurrency = std::numeric_limits<int32_t>::max();
+
+std::optional<std::string> run_warmups(WorkerPool& pool, int64_t concurrency, ServeRunnerOutput& out) {
+  const ServeRunnerOptions& options = *pool.shared.options;
+  if (options.warmups.empty()) return std::nullopt;
+  Phase warm;
+  warm.warmup = true;
+  warm.begin = 0;
+  warm.end = options.warmups.size();
+  warm.next.store(0);
+  warm.t0 = SteadyClock().now_ns();
+  auto stopped = run_phase(pool, warm, std::min<int64_t>(concurrency, static_cast<int64_t>(options.warmups.size())));
+  out.extra["warmup_duration_s"] = static_cast<double>(SteadyClock().now_ns() - warm.t0) / 1e9;
+  return stopped;
+}
+
+// What is asked of the server around the measured window: /metrics before and after, the
+// profiler's start and stop. The same credentials and extra headers as the benchmark's requests
+// (an auth proxy in front of the server guards /metrics and the profiler too).
+struct ServerWindow {
+  std::vector<http::Header> control_headers;
+  std::vector<http::Header> profile_headers;
   metrics::PrometheusSample before;
   bool have_before = false;
-  if (!stopped && options.scrape_server_metrics) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, control_headers, 5'000'000'000, options.verify_tls);
+};
+
+// A control request's outcome as stored: the status, or the (sanitised) error.
+boost::json::value control_outcome(const Result<http::SimpleResponse>& r) {
+  return r ? boost::json::value(r->status) : boost::json::value(ix::storable(r.error().message()));
+}
+
+ServerWindow open_server_window(const ServeRunnerOptions& options, bool stopped, ServeRunnerOutput& out) {
+  ServerWindow window;
+  window.control_headers = server_headers(options);
+  window.profile_headers = server_headers(options, {{"Content-Type", "application/json"}});
+  if (stopped) return window;
+  if (options.scrape_server_metrics) {
+    if (auto r =
+            http::fetch(options.base, "GET", "/metrics", {}, window.control_headers, 5'000'000'000, options.verify_tls);
         r && r->status == 200) {
-      before = metrics::parse_prometheus_text(r->body);
-      have_before = true;
+      window.before = metrics::parse_prometheus_text(r->body);
+      window.have_before = true;
     }
   }
-  const std::vector<http::Header> profile_headers = server_headers(options, {{"Content-Type", "application/json"}});
-  if (!stopped && options.profile) {
-    auto r = http::fetch(options.base, "POST", "/start_profile", profile_request_body(options, true), profile_headers,
-                         60'000'000'000, options.verify_tls);
-    out.extra["profile_start"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
+  if (options.profile) {
+    out.extra["profile_start"] =
+        control_outcome(http::fetch(options.base, "POST", "/start_profile", profile_request_body(options, true),
+                                    window.profile_headers, 60'000'000'000, options.verify_tls));
   }
+  return window;
+}
 
-  Phase measured;
+void close_server_window(const ServeRunnerOptions& options, const ServerWindow& window, bool stopped,
+                         ServeRunnerOutput& out) {
+  if (options.profile && !stopped) {
+    out.extra["profile_stop"] =
+        control_outcome(http::fetch(options.base, "POST", "/stop_profile", profile_request_body(options, false),
+                                    window.profile_headers, 600'000'000'000, options.verify_tls));
+  }
+  if (window.have_before && process_alive(options.server_pid)) {
+    if (auto r =
+            http::fetch(options.base, "GET", "/metrics", {}, window.control_headers, 5'000'000'000, options.verify_tls);
+        r && r->status == 200) {
+      out.extra["server_metrics"] = metrics::server_window_summary(
+          window.before, metrics::parse_prometheus_text(r->body), options.configured_acceptance_length);
+    }
+  }
+}
+
+// The measured phase's positions, start time and (open loop) due times.
+Result<void> prepare_measured(const ServeRunnerOptions& options, bool stopped, Phase& measured,
+                              ServeRunnerOutput& out) {
   measured.begin = options.warmups.size();
   measured.end = measured.begin + options.measured.size();
   measured.next.store(measured.begin);
@@ -784,68 +979,43 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   // Start a little in the future so every worker is armed before the first send is due.
   measured.t0 = SteadyClock().now_ns() + 2'000'000;
   out.start_unix_s = unix_now_s() + 0.002;
-  if (measured.open_loop) {
-    auto offsets = workload::arrival_offsets_ns(options.measured.size(), options.arrivals);
-    if (!offsets) {
-      for (auto& w : workers) w->loop().stop();
-      for (auto& t : loop_threads) t.join();
-      return std::unexpected(offsets.error());
-    }
-    measured.due_ns.reserve(offsets->size());
-    for (int64_t off : *offsets) measured.due_ns.push_back(measured.t0 + off);
-  }
-  if (!stopped) {
-    stopped = run_phase(measured, measured.open_loop
-                                      ? concurrency
-                                      : std::min<int64_t>(concurrency, static_cast<int64_t>(options.measured.size())));
-  }
-  for (auto& w : workers) {
-    Worker* raw = w.get();
-    std::atomic<bool> done{false};
-    raw->loop().post([raw, &done] {
-      raw->stop_measuring();
-      done.store(true);
-    });
-    while (!done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  const double end_unix = unix_now_s();
+  if (!measured.open_loop) return {};
+  auto offsets = workload::arrival_offsets_ns(options.measured.size(), options.arrivals);
+  if (!offsets) return std::unexpected(offsets.error());
+  measured.due_ns.reserve(offsets->size());
+  for (int64_t off : *offsets) measured.due_ns.push_back(measured.t0 + off);
+  return {};
+}
 
-  if (options.profile && !stopped) {
-    auto r = http::fetch(options.base, "POST", "/stop_profile", profile_request_body(options, false), profile_headers,
-                         600'000'000'000, options.verify_tls);
-    out.extra["profile_stop"] = r ? boost::json::value(r->status) : boost::json::value(r.error().message());
-  }
-  if (have_before && process_alive(options.server_pid)) {
-    if (auto r = http::fetch(options.base, "GET", "/metrics", {}, control_headers, 5'000'000'000, options.verify_tls);
-        r && r->status == 200) {
-      out.extra["server_metrics"] = metrics::server_window_summary(before, metrics::parse_prometheus_text(r->body),
-                                                                   options.configured_acceptance_length);
-    }
-  }
-
-  for (auto& w : workers) w->loop().stop();
-  for (auto& t : loop_threads) t.join();
-
-  // Merge (Nighthawk style: once, at the end).
+// The workers' self-measurements and connection counters, merged once at the end (Nighthawk).
+struct Merged {
   metrics::LogHistogram lag;
   double max_busy = 0.0;
   int64_t client_cpu_ns = 0;
   http::LoopCounters counters;
-  for (auto& w : workers) {
-    lag.merge(w->lag());
-    max_busy = std::max(max_busy, w->busy_fraction());
-    client_cpu_ns += w->cpu_ns();
+};
+
+void add_counters(http::LoopCounters& sum, const http::LoopCounters& c) {
+  sum.connections_opened += c.connections_opened;
+  sum.connections_reused += c.connections_reused;
+  sum.stale_retries += c.stale_retries;
+  sum.bytes_read += c.bytes_read;
+  sum.reads += c.reads;
+  sum.kernel_timestamps += c.kernel_timestamps;
+  sum.stamp_delay_sum_ns += c.stamp_delay_sum_ns;
+  sum.stamp_delay_max_ns = std::max(sum.stamp_delay_max_ns, c.stamp_delay_max_ns);
+}
+
+// Moves every worker's records and texts into `out` and merges their measurements.
+Merged merge_workers(const WorkerPool& pool, ServeRunnerOutput& out) {
+  Merged m;
+  for (const auto& w : pool.workers()) {
+    m.lag.merge(w->lag());
+    m.max_busy = std::max(m.max_busy, w->busy_fraction());
+    m.client_cpu_ns += w->cpu_ns();
     out.warmup_failed += w->warmup_failed();
     out.warmup_done += w->warmup_done();
-    const auto& c = w->loop().counters();
-    counters.connections_opened += c.connections_opened;
-    counters.connections_reused += c.connections_reused;
-    counters.stale_retries += c.stale_retries;
-    counters.bytes_read += c.bytes_read;
-    counters.reads += c.reads;
-    counters.kernel_timestamps += c.kernel_timestamps;
-    counters.stamp_delay_sum_ns += c.stamp_delay_sum_ns;
-    counters.stamp_delay_max_ns = std::max(counters.stamp_delay_max_ns, c.stamp_delay_max_ns);
+    add_counters(m.counters, w->loop().counters());
     auto& recs = w->records();
     auto& texts = w->texts();
     for (size_t i = 0; i < recs.size(); ++i) {
@@ -853,7 +1023,11 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
       out.generated_texts.push_back(std::move(texts[i]));
     }
   }
-  // Sort by index, keeping texts parallel.
+  return m;
+}
+
+// Sorts the records by index, keeping the texts parallel.
+void sort_by_index(ServeRunnerOutput& out) {
   std::vector<size_t> order(out.records.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
@@ -868,49 +1042,61 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
   }
   out.records = std::move(sorted_records);
   out.generated_texts = std::move(sorted_texts);
+}
 
-  out.start_ns = measured.t0;
-  out.end_ns = measured.t0;
+// The measured window: from the measured phase's start to the last completion.
+void set_window(ServeRunnerOutput& out, int64_t t0, double end_unix) {
+  out.start_ns = t0;
+  out.end_ns = t0;
   for (const auto& r : out.records) out.end_ns = std::max(out.end_ns, r.end_ns);
   out.end_unix_s = std::min(end_unix, out.start_unix_s + static_cast<double>(out.end_ns - out.start_ns) / 1e9);
+}
 
-  metrics::ClientHealth& h = out.client;
-  h.worker_threads = threads;
-  h.event_loop_lag_p50_ms = static_cast<double>(lag.percentile(50)) / 1e6;
-  h.event_loop_lag_p99_ms = static_cast<double>(lag.percentile(99)) / 1e6;
-  h.event_loop_lag_max_ms = static_cast<double>(lag.max()) / 1e6;
-  h.cpu_utilization = max_busy;
-  // Does the loop lag reach the measurements? Received bytes carry the kernel's receive time
-  // (plain TCP), so lag only matters there when it delays sends: visible as queue time (send −
-  // scheduled), which is pure client delay except in an open loop capped by --max-concurrency.
-  // The closed loop's first wave (every slot scheduled at t0: no client sends thousands of
-  // requests in the same instant) is left out; it still shows in the queue statistics.
-  const bool stamps_immune = counters.reads > 0 && counters.kernel_timestamps == counters.reads;
-  const bool queue_is_client_delay = !(measured.open_loop && options.max_concurrency);
-  const int64_t first_wave = measured.open_loop ? 0 : concurrency;
-  std::vector<double> queue_ms;
+double median_or_zero(std::vector<double>& values) {
+  return values.empty() ? 0.0 : metrics::percentile(values, 50);
+}
+
+// Does the loop lag reach the measurements? Received bytes carry the kernel's receive time (plain
+// TCP), so lag only matters there when it delays sends: visible as queue time (send − scheduled),
+// which is pure client delay except in an open loop capped by --max-concurrency. The closed
+// loop's first wave (every slot scheduled at t0: no client sends thousands of requests in the
+// same instant) is left out; it still shows in the queue statistics.
+ClientDelay client_delay(const ServeRunnerOutput& out, const Merged& m, const ServeRunnerOptions& options,
+                         bool open_loop, int64_t concurrency) {
+  const bool queue_is_client_delay = !(open_loop && options.max_concurrency);
+  const int64_t first_wave = open_loop ? 0 : concurrency;
+  std::vector<double> queue_ms, e2el_ms, ttft_ms;
   for (const auto& r : out.records) {
     if (r.send_ns && r.index >= first_wave) queue_ms.push_back(static_cast<double>(r.send_ns - r.scheduled_ns) / 1e6);
-  }
-  const double queue_p90_ms = queue_ms.empty() ? 0.0 : metrics::percentile(queue_ms, 90);
-  std::vector<double> e2el_ms, ttft_ms;
-  for (const auto& r : out.records) {
     if (!r.success) continue;
     const int64_t last = r.content_event_ns.empty() ? r.end_ns : r.content_event_ns.back();
     e2el_ms.push_back(static_cast<double>(last - r.send_ns) / 1e6);
     if (r.first_token_ns) ttft_ms.push_back(static_cast<double>(r.first_token_ns - r.send_ns) / 1e6);
   }
-  const double median_e2el_ms = e2el_ms.empty() ? 0.0 : metrics::percentile(e2el_ms, 50);
-  const double median_ttft_ms = ttft_ms.empty() ? 0.0 : metrics::percentile(ttft_ms, 50);
-  judge_client_delay({.lag_p99_ms = h.event_loop_lag_p99_ms,
-                      .max_busy = max_busy,
-                      .send_delay_p90_ms = queue_is_client_delay ? queue_p90_ms : 0.0,
-                      .median_e2el_ms = median_e2el_ms,
-                      .median_ttft_ms = median_ttft_ms,
-                      .stamps_immune = stamps_immune,
-                      .threshold_ms = options.loop_lag_threshold_ms},
-                     h);
+  const double queue_p90_ms = queue_ms.empty() ? 0.0 : metrics::percentile(queue_ms, 90);
+  return {.lag_p99_ms = static_cast<double>(m.lag.percentile(99)) / 1e6,
+          .max_busy = m.max_busy,
+          .send_delay_p90_ms = queue_is_client_delay ? queue_p90_ms : 0.0,
+          .median_e2el_ms = median_or_zero(e2el_ms),
+          .median_ttft_ms = median_or_zero(ttft_ms),
+          .stamps_immune = m.counters.reads > 0 && m.counters.kernel_timestamps == m.counters.reads,
+          .threshold_ms = options.loop_lag_threshold_ms};
+}
 
+void judge_client(ServeRunnerOutput& out, const Merged& m, const ServeRunnerOptions& options, int threads,
+                  bool open_loop, int64_t concurrency) {
+  metrics::ClientHealth& h = out.client;
+  h.worker_threads = threads;
+  h.event_loop_lag_p50_ms = static_cast<double>(m.lag.percentile(50)) / 1e6;
+  h.event_loop_lag_p99_ms = static_cast<double>(m.lag.percentile(99)) / 1e6;
+  h.event_loop_lag_max_ms = static_cast<double>(m.lag.max()) / 1e6;
+  h.cpu_utilization = m.max_busy;
+  judge_client_delay(client_delay(out, m, options, open_loop, concurrency), h);
+}
+
+// Why the run is invalid: it stopped early, or prompt synthesis delayed sends.
+void record_invalid_reasons(ServeRunnerOutput& out, const std::optional<std::string>& stopped,
+                            const ServeRunnerOptions& options, Shared& shared) {
   if (stopped) {
     out.stopped_early = true;
     {
@@ -924,29 +1110,65 @@ Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
     out.invalid_reasons.push_back(fmt::format("prompt synthesis delayed {} sends (max {:.1f} ms)", waits,
                                               static_cast<double>(shared.prompt_wait_max_ns.load()) / 1e6));
   }
+}
+
+void record_counters(ServeRunnerOutput& out, const Merged& m, Shared& shared) {
+  const http::LoopCounters& c = m.counters;
   out.extra["client_connections"] = boost::json::object{
-      {"opened", counters.connections_opened},
-      {"reused", counters.connections_reused},
-      {"stale_replaced", counters.stale_retries},
-      {"bytes_read", counters.bytes_read},
-      {"reads", counters.reads},
-      {"kernel_timestamped_reads", counters.kernel_timestamps},
+      {"opened", c.connections_opened},
+      {"reused", c.connections_reused},
+      {"stale_replaced", c.stale_retries},
+      {"bytes_read", c.bytes_read},
+      {"reads", c.reads},
+      {"kernel_timestamped_reads", c.kernel_timestamps},
       // How much later than the kernel's receive time the loop read the bytes: the error the
       // kernel timestamps removed from the measurements.
-      {"read_delay_mean_us", counters.kernel_timestamps ? static_cast<double>(counters.stamp_delay_sum_ns) /
-                                                              static_cast<double>(counters.kernel_timestamps) / 1e3
-                                                        : 0.0},
-      {"read_delay_max_us", static_cast<double>(counters.stamp_delay_max_ns) / 1e3},
+      {"read_delay_mean_us",
+       c.kernel_timestamps ? static_cast<double>(c.stamp_delay_sum_ns) / static_cast<double>(c.kernel_timestamps) / 1e3
+                           : 0.0},
+      {"read_delay_max_us", static_cast<double>(c.stamp_delay_max_ns) / 1e3},
   };
   // CPU the event-loop threads used in the measured window (cost per event = this / events).
-  out.extra["client_loop_cpu_s"] = static_cast<double>(client_cpu_ns) / 1e9;
+  out.extra["client_loop_cpu_s"] = static_cast<double>(m.client_cpu_ns) / 1e9;
   out.extra["retries"] = shared.retries.load();
+  out.extra["retries_refused_by_budget"] = shared.retries_refused.load();
   out.extra["warmup_failed"] = out.warmup_failed;
-  out.extra["prompt_waits"] = waits;
-  {
-    std::lock_guard lock(shared.error_mutex);
-    out.fatal = shared.fatal;
+  out.extra["prompt_waits"] = shared.prompt_waits.load();
+  std::lock_guard lock(shared.error_mutex);
+  out.fatal = shared.fatal;
+}
+
+}  // namespace
+
+Result<ServeRunnerOutput> run_serve(const ServeRunnerOptions& options) {
+  if (auto ok = check_runner_options(options); !ok) return std::unexpected(ok.error());
+  WorkerPool pool(options);
+  if (auto ok = pool.start(); !ok) return std::unexpected(ok.error());
+
+  ServeRunnerOutput out;
+  const int64_t concurrency = options.max_concurrency.value_or(kUnlimitedConcurrency);
+  std::optional<std::string> stopped = run_warmups(pool, concurrency, out);
+  const ServerWindow window = open_server_window(options, stopped.has_value(), out);
+
+  Phase measured;
+  if (auto ok = prepare_measured(options, stopped.has_value(), measured, out); !ok) return std::unexpected(ok.error());
+  if (!stopped) {
+    const int64_t slots = measured.open_loop
+                              ? concurrency
+                              : std::min<int64_t>(concurrency, static_cast<int64_t>(options.measured.size()));
+    stopped = run_phase(pool, measured, slots);
   }
+  pool.stop_measuring();
+  const double end_unix = unix_now_s();
+  close_server_window(options, window, stopped.has_value(), out);
+  pool.join();
+
+  const Merged merged = merge_workers(pool, out);
+  sort_by_index(out);
+  set_window(out, measured.t0, end_unix);
+  judge_client(out, merged, options, pool.size(), measured.open_loop, concurrency);
+  record_invalid_reasons(out, stopped, options, pool.shared);
+  record_counters(out, merged, pool.shared);
   return out;
 }
 

@@ -95,7 +95,10 @@ struct ServeRunnerOptions {
   // a ramp-up (--request-rate, --burstiness, --ramp-up-*, --seed).
   workload::ArrivalOptions arrivals{.request_rate = std::numeric_limits<double>::infinity()};
   int64_t request_timeout_ns = 600'000'000'000;
-  int max_retries = 0;  // resend after connect/reset/429/5xx failures (off by default)
+  // Resends per request after connect/reset/429/5xx failures (off by default), each after a
+  // jittered exponential backoff or the server's Retry-After (http/client_retry.h), within the
+  // run's retry_budget(); at most kMaxRetriesPerRequest.
+  int max_retries = 0;
   int threads = 1;
 
   pid_t server_pid = 0;  // 0 = do not watch
@@ -130,6 +133,15 @@ struct ServeRunnerOutput {
   // invalid_reasons), so the caller can keep that and still fail.
   std::optional<Error> fatal;
 };
+
+// Retries are bounded per request and over the run (a retry budget, as Envoy's: retries may add
+// at most kRetryBudgetShare of the run's requests, plus kRetryBudgetFloor so a short run against
+// a flaky server still retries). A retry the budget refuses leaves the request failed.
+inline constexpr int kMaxRetriesPerRequest = 20;
+inline constexpr double kRetryBudgetShare = 0.2;
+inline constexpr int64_t kRetryBudgetFloor = 10;
+// The retries a run of `requests` (warmups and measured) may make in all.
+int64_t retry_budget(int64_t requests);
 
 // Errors only for problems of the client itself found before the first send (unresolvable
 // host, bad schedule); failures of the server are records, and a client error during the run is

@@ -75,7 +75,7 @@ class Exchanger {
    public:
     Sink(Exchanger& owner, size_t index) : owner_(owner), index_(index) {}
     void on_send(int64_t) override {}
-    void on_head(int status, std::string_view, int64_t) override { owner_.answers_[index_].status = status; }
+    void on_head(const http::ResponseHead& head, int64_t) override { owner_.answers_[index_].status = head.status; }
     bool on_body(std::string_view bytes, int64_t) override {
       owner_.answers_[index_].body.append(bytes);
       return true;

@@ -594,7 +594,10 @@ struct ClientLoop::Impl {
 
   void report_head(Exchange& ex) {
     ex.head_reported = true;
-    ex.sink->on_head(ex.parser.status(), ex.parser.content_type(), ex.first_byte_ns);
+    ex.sink->on_head({.status = ex.parser.status(),
+                      .content_type = ex.parser.content_type(),
+                      .retry_after = ex.parser.retry_after()},
+                     ex.first_byte_ns);
   }
 
   // Feeds one read to the parser and the sink. Returns true when the exchange wants more bytes.
@@ -631,8 +634,9 @@ struct ClientLoop::Impl {
   void io_error(const std::shared_ptr<Exchange>& ex, const boost::system::error_code& ec, int64_t t) {
     if (ex->timed_out) {
       finish(ex, FailureKind::kTimeout,
-             fmt::format("request timed out after {} ms ({} body bytes received)", ex->request.timeout_ns / 1'000'000,
-                         ex->parser.body_bytes()),
+             fmt::format("request timed out after {} ms ({})", ex->request.timeout_ns / 1'000'000,
+                         ex->parser.head_done() ? fmt::format("{} body bytes received", ex->parser.body_bytes())
+                                                : received_so_far(*ex)),
              t, false);
       return;
     }
@@ -656,10 +660,15 @@ struct ClientLoop::Impl {
     }
     const std::string what = is_eof_like(ec) ? std::string("connection closed by the server") : ec.message();
     finish(ex, is_eof_like(ec) ? FailureKind::kClosed : FailureKind::kReset,
-           ex->got_bytes
-               ? fmt::format("{} after {} body bytes (HTTP {})", what, ex->parser.body_bytes(), ex->parser.status())
-               : fmt::format("{} before any response byte", what),
-           t, false);
+           fmt::format("{} {}", what, received_so_far(*ex)), t, false);
+  }
+
+  // How far the response got when the exchange ended early, for its failure message.
+  static std::string received_so_far(const Exchange& ex) {
+    if (!ex.got_bytes) return "before any response byte";
+    if (!ex.parser.head_done()) return "before the response headers were complete";
+    return fmt::format("after {} body bytes of an HTTP {} response, before the response was complete",
+                       ex.parser.body_bytes(), ex.parser.status());
   }
 
   void finish(const std::shared_ptr<Exchange>& ex, FailureKind kind, std::string_view message, int64_t t, bool keep) {
@@ -747,9 +756,9 @@ class CollectSink final : public ResponseSink {
  public:
   explicit CollectSink(ClientLoop& loop) : loop_(loop) {}
   void on_send(int64_t) override {}
-  void on_head(int status, std::string_view content_type, int64_t) override {
-    response.status = status;
-    response.content_type = std::string(content_type);
+  void on_head(const ResponseHead& head, int64_t) override {
+    response.status = head.status;
+    response.content_type = std::string(head.content_type);
   }
   bool on_body(std::string_view bytes, int64_t) override {
     response.body.append(bytes);

@@ -70,14 +70,22 @@ struct Request {
   int64_t timeout_ns = 0;  // whole exchange, counted from the send; 0 = none
 };
 
+// A response's status line and the headers a client acts on.
+struct ResponseHead {
+  int status = 0;
+  std::string_view content_type;  // lowercased
+  std::string_view retry_after;   // the Retry-After header as sent (empty when absent)
+};
+
 // Receives one exchange's events, on the loop thread. Must outlive the exchange (until on_done).
 class ResponseSink {
  public:
   virtual ~ResponseSink() = default;
   // A connection is ready and the request is about to be written.
   virtual void on_send(int64_t t_ns) = 0;
-  // Status line and headers received; first_byte_ns: the read that brought the first bytes.
-  virtual void on_head(int status, std::string_view content_type, int64_t first_byte_ns) = 0;
+  // Status line and headers received; first_byte_ns: the read that brought the first bytes. The
+  // views are valid during the call.
+  virtual void on_head(const ResponseHead& head, int64_t first_byte_ns) = 0;
   // A piece of the (de-chunked) body, read at t_ns. Return false to abort the exchange: the
   // connection is closed and on_done(kCancelled) follows.
   virtual bool on_body(std::string_view bytes, int64_t t_ns) = 0;

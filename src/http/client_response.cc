@@ -28,6 +28,7 @@ void ResponseParser::reset(bool head_request) {
   remaining_ = 0;
   body_bytes_ = 0;
   content_type_.clear();
+  retry_after_.clear();
 }
 
 Result<void> ResponseParser::parse_head(std::string_view head) {
@@ -47,6 +48,7 @@ Result<void> ResponseParser::parse_head(std::string_view head) {
   bool chunked = false;
   int64_t length = -1;
   std::string content_type;
+  std::string retry_after;
   size_t pos = eol + 2;
   while (pos < head.size()) {
     const size_t e = head.find("\r\n", pos);
@@ -74,6 +76,8 @@ Result<void> ResponseParser::parse_head(std::string_view head) {
       if (v.find("keep-alive") != std::string::npos) keep_alive = true;
     } else if (name == "content-type") {
       content_type = ascii_lower(value);
+    } else if (name == "retry-after") {
+      retry_after = std::string(value.substr(0, 64));
     }
   }
   if (status >= 100 && status < 200 && status != 101) {
@@ -85,6 +89,7 @@ Result<void> ResponseParser::parse_head(std::string_view head) {
   chunked_ = chunked;
   content_length_ = length;
   content_type_ = std::move(content_type);
+  retry_after_ = std::move(retry_after);
   if (head_request_ || status == 204 || status == 304) {
     state_ = State::kDone;
   } else if (chunked) {

@@ -45,6 +45,8 @@ class ResponseParser {
   int64_t body_bytes() const { return body_bytes_; }
   // Content-Type of the response (lowercased), e.g. "text/event-stream; charset=utf-8".
   const std::string& content_type() const { return content_type_; }
+  // The Retry-After header's value (trimmed), or empty.
+  const std::string& retry_after() const { return retry_after_; }
 
  private:
   enum class State { kHead, kBodyLength, kBodyChunkSize, kBodyChunkData, kBodyChunkCrlf, kTrailers, kBodyEof, kDone };
@@ -64,6 +66,7 @@ class ResponseParser {
   int64_t remaining_ = 0;  // body bytes left (length mode) or chunk bytes left
   int64_t body_bytes_ = 0;
   std::string content_type_;
+  std::string retry_after_;
 };
 
 template <typename OnBody>

@@ -32,6 +32,9 @@ enum class ErrorKind {
   kServerError,  // an error object inside a 200 stream
   kNoContent,    // a complete stream without one content-bearing event (no TTFT to measure)
   kCancelled,    // stopped by the client (Ctrl-C, server died, run aborted)
+  // usage counts that cannot be true: negative or not whole, completion_tokens beyond max_tokens
+  // (+ a small slack), prompt_tokens far beyond the prompt sent; never added to a total
+  kBadUsage,
   kOther,
 };
 std::string_view error_kind_name(ErrorKind kind);  // "http_status", "timeout", ...

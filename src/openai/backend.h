@@ -64,6 +64,9 @@ struct StreamChunk {
   bool finished = false;           // choices[0].finish_reason is set
   int64_t completion_tokens = -1;  // usage.completion_tokens when present
   int64_t prompt_tokens = -1;
+  // A usage count that is negative or not an integer (e.g. "usage.completion_tokens is -5"): the
+  // count is then -1 (absent); the runner fails the request with it.
+  std::string usage_error;
   std::string error;  // kError: the server's message
 };
 

@@ -429,7 +429,12 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
           bool is_integer = false;
           int64_t value = 0;
           if (!s.number(is_integer, value)) return false;
-          (completion ? chunk.completion_tokens : chunk.prompt_tokens) = is_integer ? value : -1;
+          const bool valid = is_integer && value >= 0;
+          (completion ? chunk.completion_tokens : chunk.prompt_tokens) = valid ? value : -1;
+          if (!valid && chunk.usage_error.empty()) {
+            chunk.usage_error = is_integer ? fmt::format("usage.{} is {}", ukey, value)
+                                           : fmt::format("usage.{} is not a whole number", ukey);
+          }
           return true;
         });
       }

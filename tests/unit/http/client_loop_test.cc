@@ -58,8 +58,8 @@ class SequenceSink final : public ResponseSink {
     loop_.submit(std::move(r), this);
   }
   void on_send(int64_t t) override { outcomes.back().send_ns = t; }
-  void on_head(int status, std::string_view, int64_t t) override {
-    outcomes.back().status = status;
+  void on_head(const ResponseHead& head, int64_t t) override {
+    outcomes.back().status = head.status;
     outcomes.back().first_byte_ns = t;
   }
   bool on_body(std::string_view bytes, int64_t t) override {
@@ -340,7 +340,7 @@ class CollectingSink final : public ResponseSink {
  public:
   explicit CollectingSink(ClientLoop& loop) : loop_(loop) {}
   void on_send(int64_t) override {}
-  void on_head(int, std::string_view, int64_t) override {}
+  void on_head(const ResponseHead&, int64_t) override {}
   bool on_body(std::string_view bytes, int64_t) override {
     body.append(bytes);
     return true;

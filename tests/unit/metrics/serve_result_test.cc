@@ -135,6 +135,37 @@ TEST(ServeResult, FailuresAreCountedByKindAndExcludedFromLatency) {
   EXPECT_NEAR(num(own(out), "error_rate"), 2.0 / 3.0, 1e-12);
 }
 
+TEST(ServeResult, ARunWithNoCompletedRequestIsInvalidWithAReason) {
+  RequestRecord bad;
+  bad.error_kind = ErrorKind::kTruncated;
+  bad.error_message = "connection closed by the server before the response headers were complete";
+  std::vector<RequestRecord> records(3, bad);
+  auto out = build_serve_result(records, basic_info());
+  EXPECT_FALSE(own(out).at("run_valid").as_bool());
+  ASSERT_EQ(own(out).at("invalid_reasons").as_array().size(), 1u);
+  EXPECT_EQ(own(out).at("invalid_reasons").as_array().at(0).as_string(),
+            "no request completed (3 of 3 failed; see error_counts and error_examples)");
+}
+
+TEST(ServeResult, StoredMessagesAreValidUtf8AndTotalsSaturate) {
+  // Records from another path than the runner (sim predict, a test) still store valid UTF-8.
+  RequestRecord bad;
+  bad.error_kind = ErrorKind::kMalformed;
+  bad.error_message = "stream chunk is not JSON: '\xff\xfe'";
+  bad.error_message[bad.error_message.size() - 3] = static_cast<char>(0xff);
+  std::vector<RequestRecord> records = {bad};
+  RequestRecord huge = timed_request(1, 0, 100, 10, 3);
+  huge.output_len = std::numeric_limits<int64_t>::max() - 1;
+  records.push_back(huge);
+  records.push_back(huge);
+  auto out = build_serve_result(records, basic_info());
+  const std::string example(own(out).at("error_examples").as_object().at("malformed").as_string());
+  EXPECT_NE(example.find("\xEF\xBF\xBD"), std::string::npos) << example;
+  EXPECT_EQ(out.at("total_output_tokens").as_int64(), std::numeric_limits<int64_t>::max());
+  EXPECT_GT(num(out, "output_throughput"), 0.0);
+  EXPECT_NE(request_record_to_json(bad, 0).at("error").as_string().find("\xEF\xBF\xBD"), std::string::npos);
+}
+
 TEST(ServeResult, GoodputCountsRequestsMeetingEverySlo) {
   std::vector<RequestRecord> records = {timed_request(0, 0, 100, 10, 11), timed_request(1, 0, 300, 10, 11)};
   ServeRunInfo info = basic_info();
