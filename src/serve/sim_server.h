@@ -48,6 +48,20 @@ namespace ix::serve {
 // a "Hi" stream for minutes. ignore_eos still generates the whole budget.
 inline constexpr int32_t kDefaultBudgetNaturalMaxTokens = 1024;
 
+// Prompt limit (--max-prompt-bytes): 4 MiB is 32 bytes per token of a 131072-token context, 8 times
+// what English text takes (~4 bytes per token), so every prompt that can fit the context windows
+// ixbench simulates passes, and a bigger one is refused with 413 before it is tokenized (a 4 MB
+// prompt without spaces takes seconds of a worker's time).
+inline constexpr int64_t kDefaultMaxPromptBytes = 4 * 1024 * 1024;
+// Body limit (--max-body-bytes): room for a maximal prompt with every byte JSON-escaped as \u00XX.
+inline constexpr int64_t kDefaultMaxBodyBytes = 32 * 1024 * 1024;
+// Request bodies larger than this are parsed and tokenized on a prompt worker, not on the loop:
+// up to 1 KiB costs at most ~1.5 ms even without spaces, and token-id prompts of capacity runs stay
+// on the loop.
+inline constexpr size_t kInlineBodyBytes = 1024;
+// Bodies waiting for a prompt worker, at most (beyond: 503 with Retry-After).
+inline constexpr size_t kMaxQueuedPromptBytes = 64 * 1024 * 1024;
+
 struct SimServeOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
@@ -60,6 +74,9 @@ struct SimServeOptions {
   FaultOptions faults;
   int64_t request_timeout_ms = 30000;
   int64_t idle_timeout_ms = 300000;
+  int64_t max_prompt_bytes = kDefaultMaxPromptBytes;  // prompt text (chat: roles and contents) -> 413
+  int64_t max_body_bytes = kDefaultMaxBodyBytes;      // request body -> 413
+  int tokenize_threads = 0;                           // prompt workers; 0 = as many as event-loop threads
   // One line describing the engine, for /v1/models' "ixbench" block and the start log.
   std::string engine_description;
 };
