@@ -13,6 +13,10 @@ PromptWorkers::PromptWorkers(int threads, size_t max_queued_bytes) : max_queued_
 }
 
 PromptWorkers::~PromptWorkers() {
+  stop();
+}
+
+void PromptWorkers::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -20,7 +24,9 @@ PromptWorkers::~PromptWorkers() {
     queued_bytes_ = 0;
   }
   ready_.notify_all();
-  for (auto& thread : threads_) thread.join();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
 }
 
 bool PromptWorkers::try_submit(size_t bytes, std::function<void()> job) {

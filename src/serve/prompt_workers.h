@@ -10,8 +10,8 @@
 // After a job of at least kTrimAfterBytes the worker returns freed heap to the OS (malloc_trim):
 // glibc keeps what a big tokenization freed, which left ~600 MB resident after a few prompts.
 //
-// Thread-safety: try_submit(), queued_bytes() from any thread. The destructor drops jobs not
-// started and joins the threads (running jobs finish first).
+// Thread-safety: try_submit(), queued_bytes() from any thread. stop() (and the destructor) drops
+// the jobs not started and joins the threads: running jobs finish first.
 #pragma once
 
 #include <condition_variable>
@@ -29,7 +29,7 @@ class PromptWorkers {
   static constexpr size_t kTrimAfterBytes = 1024 * 1024;
 
   PromptWorkers(int threads, size_t max_queued_bytes);
-  ~PromptWorkers();
+  ~PromptWorkers();  // stop()
   PromptWorkers(const PromptWorkers&) = delete;
   PromptWorkers& operator=(const PromptWorkers&) = delete;
 
@@ -40,6 +40,8 @@ class PromptWorkers {
   size_t queued_bytes() const;
   size_t max_queued_bytes() const { return max_queued_bytes_; }
   int threads() const { return static_cast<int>(threads_.size()); }
+  // Refuses new jobs, drops the waiting ones, joins the threads. Idempotent; not from a worker.
+  void stop();
 
  private:
   struct Job {

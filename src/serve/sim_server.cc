@@ -1163,8 +1163,11 @@ size_t SimServer::connection_count() const {
 }
 
 void SimServer::stop() {
-  // The HTTP side goes first: closing connections cancels their engine requests.
+  // The HTTP side goes first: closing connections cancels their engine requests. Then the prompt
+  // workers (a running tokenization finishes): their jobs call into the handlers, which go with
+  // the HTTP server.
   if (impl_->http) impl_->http->stop();
+  if (impl_->state) impl_->state->workers.stop();
 }
 
 Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,

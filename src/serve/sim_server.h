@@ -13,7 +13,12 @@
 //        /start_profile, /stop_profile (record a profiling window, 200).
 //   Bad requests get 400 with OpenAI error JSON naming the field in "param"; unknown model 404;
 //   unknown path 404; wrong method 405; a body whose Content-Type is not application/json 415
-//   (a missing Content-Type is accepted).
+//   (a missing Content-Type is accepted); a prompt over max_prompt_bytes or a body over
+//   max_body_bytes 413; 503 when more than kMaxQueuedPromptBytes wait for a prompt worker.
+//
+// Bodies over kInlineBodyBytes are parsed and tokenized on prompt workers (PromptWorkers), never
+// on an event loop: the loop defers the response (http::Responder) and schedules the request when
+// the worker is done, so a big prompt delays no other connection.
 //   Stop strings and stop_token_ids are matched on the output tokens (text and ids), not before
 //   min_tokens tokens (vLLM); without max_tokens a chat request's budget is max_model_len - prompt
 //   but the cost model's natural length is drawn as for kDefaultBudgetNaturalMaxTokens tokens.
@@ -92,7 +97,8 @@ class SimServer {
 
   uint16_t port() const;
   size_t connection_count() const;
-  // Stops accepting, closes connections (their engine requests are cancelled), joins threads.
+  // Stops accepting, closes connections (their engine requests are cancelled), joins threads (a
+  // prompt being tokenized is finished first).
   void stop();
 
   struct Impl;
@@ -102,8 +108,9 @@ class SimServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs a server until SIGINT/SIGTERM: prints "listening on http://<host>:<port>" as the first
-// stdout line (tests and scripts wait for it), logs the configuration to stderr.
+// Runs a server until SIGINT/SIGTERM: prints "listening on http://<host>:<port>" (an IPv6 host in
+// brackets) as the first stdout line (tests and scripts wait for it), logs the configuration to
+// stderr.
 Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
                                  std::unique_ptr<TextCodec> codec);
 
