@@ -510,6 +510,19 @@ TEST(SimServe, MemoryOfABigPromptIsReturned) {
   EXPECT_LT(after_mb - before_mb, 40) << before_mb << " MB before, " << after_mb << " MB after";
 }
 
+// SIGTERM while a prompt worker tokenizes: the server waits for the worker before its handlers
+// go (the job calls into them) and exits 0.
+TEST(SimServe, SigtermWhileAPromptTokenizesExitsCleanly) {
+  auto server = start({"--no-delay", "--tokenizer", "deepseek_v3", "--threads", "1", "--max-model-len", "4000000"});
+  ASSERT_TRUE(server);
+  auto client = RawHttpClient::connect(server->port());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->send(
+      make_post("/v1/completions", R"({"prompt":")" + std::string(1'000'000, 'a') + R"(","max_tokens":1})")));
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);  // a round trip while it is read or tokenized
+  EXPECT_EQ(server->stop(30.0), 0) << server->stderr_text();
+}
+
 // An IPv6 host is printed in brackets, as a URL has it ("http://::1:PORT" is no URL).
 TEST(SimServe, AnIpv6HostIsPrintedInBrackets) {
   auto server = ServerProcess::start({"--no-delay", "--tokenizer", "none", "--host", "::1"});
