@@ -13,6 +13,7 @@
 #include "cli/engine_flags.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/sanitize.h"
 #include "serve/schedule_engines.h"
 #include "serve/sim_server.h"
 #include "serve/text_codec.h"
@@ -41,7 +42,7 @@ Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags)
     auto codec = serve::make_tokenizer_codec(flags.engine.config.model);
     if (codec) return codec;
     log::info("sim serve: no tokenizer found for model '{}' ({}); using approximate token counts",
-              flags.engine.config.model, codec.error().message());
+              printable(flags.engine.config.model), printable(codec.error().message()));
     return serve::make_fallback_codec();
   }
   auto codec = serve::make_tokenizer_codec(flags.tokenizer);
@@ -153,6 +154,14 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--request-timeout-ms", s.request_timeout_ms, "a started request must arrive within this")
       ->capture_default_str();
   cmd->add_option("--idle-timeout-ms", s.idle_timeout_ms, "close keep-alive connections idle this long")
+      ->capture_default_str();
+  cmd->add_option("--max-prompt-bytes", s.max_prompt_bytes,
+                  "longest prompt text (chat: its messages) in bytes; longer is refused with 413 before tokenizing")
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body in bytes; larger is refused with 413")
+      ->capture_default_str();
+  cmd->add_option("--tokenize-threads", s.tokenize_threads,
+                  "threads that tokenize prompts of more than 1 KiB off the event loops (0 = as many as --threads)")
       ->capture_default_str();
   auto& f = s.faults;
   cmd->add_option("--fault-seed", f.seed, "seed of the fault draws (default: --seed)");

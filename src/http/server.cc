@@ -23,6 +23,8 @@
 #include <unordered_set>
 
 #include "common/log.h"
+#include "common/sanitize.h"
+#include "http/client.h"
 #include "http/receive_time.h"
 
 namespace ix::http {
@@ -117,6 +119,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   void shutdown() { close(); }
 
   std::shared_ptr<Waker> waker() override;
+  std::shared_ptr<Responder> defer() override;
 
   void on_wake(uint64_t request_seq) {
     if (request_seq != request_seq_ || state_ != State::kStreaming) return;
@@ -128,7 +131,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   }
 
  private:
-  enum class State { kReading, kStreaming, kWritingFinal, kClosed };
+  enum class State { kReading, kDeferred, kStreaming, kWritingFinal, kClosed };
 
   // --- reading -----------------------------------------------------------------------------
 
@@ -247,19 +250,44 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
 
   void dispatch() {
     ++request_seq_;
-    ServerResponse response;
-    try {
-      response = shared_.handler(request_, *this);
-    } catch (const std::exception& e) {
-      log::error("http handler failed for {} {}: {}", request_.method, request_.path, e.what());
-      response = ServerResponse();
-      response.status = 500;
-      response.body = openai_error_json(500, std::string("internal error: ") + e.what(), "InternalServerError");
-    } catch (...) {
-      response = ServerResponse();
-      response.status = 500;
-      response.body = openai_error_json(500, "internal error", "InternalServerError");
+    ServerResponse response = guarded([this] { return shared_.handler(request_, *this); });
+    if (response.deferred) {
+      if (deferred_self_ == nullptr) {
+        respond_with(internal_error("internal error: a handler deferred its response without a Responder"));
+        return;
+      }
+      // Only a peer that goes away is watched for until the answer comes (see on_deferred).
+      state_ = State::kDeferred;
+      wait_readable();
+      return;
     }
+    deferred_self_.reset();
+    respond_with(std::move(response));
+  }
+
+  // What `make` returns, or a 500 naming what it threw.
+  template <typename Make>
+  ServerResponse guarded(Make&& make) {
+    try {
+      return make();
+    } catch (const std::exception& e) {
+      log::error("http handler failed for {} {}: {}", printable(request_.method), printable(request_.path),
+                 printable(e.what()));
+      return internal_error(std::string("internal error: ") + e.what());
+    } catch (...) {
+      return internal_error("internal error");
+    }
+  }
+
+  static ServerResponse internal_error(std::string_view message) {
+    ServerResponse response;
+    response.status = 500;
+    response.body = openai_error_json(500, message, "InternalServerError");
+    return response;
+  }
+
+  // Sends the response to request_ (the handler's, or a deferred one's).
+  void respond_with(ServerResponse response) {
     if (response.drop_connection) {
       close();
       return;
@@ -274,6 +302,10 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       write_final();
       return;
     }
+    start_stream(std::move(response));
+  }
+
+  void start_stream(ServerResponse response) {
     // The handler copied what it needs; a long-lived stream should not keep the request around.
     version_minor_ = request_.version_minor;
     request_ = ServerRequest();
@@ -295,6 +327,17 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     pump();
   }
 
+ public:
+  // A deferred answer arrived (Responder::respond, posted to this loop).
+  void on_deferred(uint64_t request_seq, const std::function<ServerResponse(RequestContext&)>& make) {
+    if (request_seq != request_seq_ || state_ != State::kDeferred) return;
+    auto keep = std::move(deferred_self_);
+    ServerResponse response = guarded([&] { return make(*this); });
+    if (response.deferred) response = internal_error("internal error: a deferred response deferred again");
+    respond_with(std::move(response));
+  }
+
+ private:
   void pump() {
     if (state_ != State::kStreaming || writing_) return;
     wake_pending_ = false;
@@ -443,6 +486,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
 
   void close() {
     if (state_ == State::kClosed) return;
+    // A deferred request keeps its connection alive until answered; closing ends that (the last
+    // reference may go when this function returns).
+    auto keep = std::move(deferred_self_);
     state_ = State::kClosed;
     abort_source();
     boost::system::error_code ec;
@@ -482,6 +528,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   std::string body_;
   std::string write_buf_;
   PullResult last_pull_;
+  // Set while a handler's answer is deferred: the connection owns itself until on_deferred.
+  std::shared_ptr<Connection> deferred_self_;
 };
 
 class ConnectionWaker final : public Waker, public std::enable_shared_from_this<ConnectionWaker> {
@@ -508,6 +556,32 @@ class ConnectionWaker final : public Waker, public std::enable_shared_from_this<
 
 std::shared_ptr<Waker> Connection::waker() {
   return std::make_shared<ConnectionWaker>(loop_handle_, weak_from_this(), request_seq_);
+}
+
+class ConnectionResponder final : public Responder {
+ public:
+  ConnectionResponder(std::shared_ptr<LoopHandle> loop, std::weak_ptr<Connection> connection, uint64_t request_seq)
+      : loop_(std::move(loop)), connection_(std::move(connection)), request_seq_(request_seq) {}
+
+  void respond(std::function<ServerResponse(RequestContext&)> make) override {
+    std::lock_guard lock(loop_->mutex);
+    if (loop_->context == nullptr) return;
+    asio::post(*loop_->context, [connection = connection_, seq = request_seq_, make = std::move(make)] {
+      if (auto alive = connection.lock()) alive->on_deferred(seq, make);
+    });
+  }
+
+  bool abandoned() const override { return connection_.expired(); }
+
+ private:
+  std::shared_ptr<LoopHandle> loop_;
+  std::weak_ptr<Connection> connection_;
+  uint64_t request_seq_;
+};
+
+std::shared_ptr<Responder> Connection::defer() {
+  deferred_self_ = shared_from_this();
+  return std::make_shared<ConnectionResponder>(loop_handle_, weak_from_this(), request_seq_);
 }
 
 }  // namespace
@@ -610,8 +684,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     impl->acceptor->non_blocking(true);
     impl->port = impl->acceptor->local_endpoint().port();
   } catch (const boost::system::system_error& e) {
-    return fail(ErrorCode::kUnavailable, fmt::format("cannot listen on {}:{}: {} (pick another --port or --host)",
-                                                     options.host, options.port, e.code().message()));
+    return fail(ErrorCode::kUnavailable,
+                fmt::format("cannot listen on {}: {} (pick another --port or --host)",
+                            printable(Url{.host = options.host, .port = options.port, .path = {}}.origin()),
+                            e.code().message()));
   }
   impl->accept_retry = std::make_unique<asio::steady_timer>(impl->loops[0]->context);
   Impl* raw = impl.get();

@@ -11,8 +11,8 @@
 // `request_timeout_ms`) are answered by the server itself with an OpenAI-shaped JSON error
 // ({"error":{"message","type","param","code"}}) and the connection is closed. Everything else is
 // the handler's: it runs on the connection's loop thread, must not block, and returns a
-// ServerResponse. A handler that throws gets a 500 with the same JSON shape; it never takes the
-// server down.
+// ServerResponse, or hands slow work elsewhere and answers later (Responder). A handler that throws gets a 500 with the
+// same JSON shape; it never takes the server down.
 //
 // Streamed bodies: a response with a BodySource is sent with Transfer-Encoding: chunked (or, with
 // BodyMode::kBuffered, collected and sent with Content-Length). The server pulls the source on
@@ -83,6 +83,29 @@ struct ServerResponse {
   BodyMode body_mode = BodyMode::kChunked;
   bool close_connection = false;  // close after this response
   bool drop_connection = false;   // close at once without sending anything (fault injection)
+  bool deferred = false;          // the answer comes through context.defer() (see Responder)
+
+  static ServerResponse later() {
+    ServerResponse response;
+    response.deferred = true;
+    return response;
+  }
+};
+
+class RequestContext;
+
+// A response given later: a handler whose work must not run on the loop (tokenizing a big prompt)
+// calls RequestContext::defer(), hands the Responder to the work and returns
+// ServerResponse::later(). The connection keeps reading only to notice a peer that goes away.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+  // Runs `make` on the connection's loop thread and sends what it returns, as if the handler had
+  // returned it (a throw is a 500; `make` may not defer again). Callable from any thread, once;
+  // does nothing when the connection or the server is gone.
+  virtual void respond(std::function<ServerResponse(RequestContext&)> make) = 0;
+  // True once the connection is gone: the work may skip itself. Any thread.
+  virtual bool abandoned() const = 0;
 };
 
 // What a handler may ask of the connection it runs on.
@@ -91,6 +114,8 @@ class RequestContext {
   virtual ~RequestContext() = default;
   // The wake handle of this request's BodySource (one per request).
   virtual std::shared_ptr<Waker> waker() = 0;
+  // The handle that answers this request later (see Responder).
+  virtual std::shared_ptr<Responder> defer() = 0;
 };
 
 using Handler = std::function<ServerResponse(ServerRequest& request, RequestContext& context)>;

@@ -1,5 +1,7 @@
 #include "http/server_request.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -40,6 +42,16 @@ ParseResult error(int status, std::string message) {
   return result;
 }
 
+// 413 naming the size (when known), the limit and how to raise it.
+ParseResult body_too_large(std::optional<uint64_t> size, const RequestLimits& limits) {
+  std::string message =
+      size ? fmt::format("request body of {} bytes is larger than this server's limit of {} bytes", *size,
+                         limits.max_body_bytes)
+           : fmt::format("request body is larger than this server's limit of {} bytes", limits.max_body_bytes);
+  if (!limits.body_limit_flag.empty()) message += fmt::format(" ({})", limits.body_limit_flag);
+  return error(413, std::move(message));
+}
+
 // Finds the end of the head: returns the offset just past the blank line, or npos.
 size_t find_head_end(std::string_view data) {
   for (size_t pos = data.find('\n'); pos != std::string_view::npos; pos = data.find('\n', pos + 1)) {
@@ -51,7 +63,8 @@ size_t find_head_end(std::string_view data) {
 
 // Decodes a chunked body starting at `data`. Returns bytes consumed (including the trailer), 0 when
 // incomplete, or sets `error_out`.
-size_t decode_chunked(std::string_view data, size_t max_body, std::string& body, ParseResult& error_out) {
+size_t decode_chunked(std::string_view data, const RequestLimits& limits, std::string& body, ParseResult& error_out) {
+  const size_t max_body = limits.max_body_bytes;
   size_t pos = 0;
   body.clear();
   while (true) {
@@ -80,7 +93,7 @@ size_t decode_chunked(std::string_view data, size_t max_body, std::string& body,
       }
     }
     if (size > max_body || body.size() + size > max_body) {
-      error_out = error(413, "request body too large");
+      error_out = body_too_large(std::nullopt, limits);
       return 0;
     }
     if (data.size() - pos < size + 1) return 0;
@@ -236,7 +249,7 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
   result.expect_continue = request.expect_continue;
   if (chunked) {
     ParseResult failure;
-    size_t used = decode_chunked(rest, limits.max_body_bytes, request.body, failure);
+    size_t used = decode_chunked(rest, limits, request.body, failure);
     if (failure.state == ParseState::kError) return failure;
     if (used == 0) return result;
     result.state = ParseState::kComplete;
@@ -244,7 +257,7 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
     return result;
   }
   uint64_t length = content_length.value_or(0);
-  if (length > limits.max_body_bytes) return error(413, "request body too large");
+  if (length > limits.max_body_bytes) return body_too_large(length, limits);
   if (rest.size() < length) return result;
   request.body = std::string(rest.substr(0, length));
   result.state = ParseState::kComplete;
@@ -255,28 +268,65 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
 std::string_view status_reason(int status) {
   switch (status) {
     case 100: return "Continue";
+    case 101: return "Switching Protocols";
     case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
     case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 402: return "Payment Required";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
     case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
     case 411: return "Length Required";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
     case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
     case 422: return "Unprocessable Content";
+    case 423: return "Locked";
+    case 424: return "Failed Dependency";
+    case 425: return "Too Early";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 506: return "Variant Also Negotiates";
+    case 507: return "Insufficient Storage";
+    case 508: return "Loop Detected";
+    case 510: return "Not Extended";
+    case 511: return "Network Authentication Required";
+    default: break;
   }
+  // Codes without a registered phrase (--fault-error-codes takes any 400..599) get their class's.
+  if (status >= 100 && status < 200) return "Informational";
+  if (status >= 200 && status < 300) return "Success";
+  if (status >= 300 && status < 400) return "Redirection";
+  if (status >= 400 && status < 500) return "Client Error";
+  return "Server Error";
 }
 
 }  // namespace ix::http

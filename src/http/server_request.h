@@ -45,6 +45,8 @@ struct ServerRequest {
 struct RequestLimits {
   size_t max_head_bytes = 64 * 1024;  // request line + headers
   size_t max_body_bytes = 64 * 1024 * 1024;
+  // How the limit is raised, for the 413's message (e.g. "--max-body-bytes"); empty: not said.
+  std::string body_limit_flag;
 };
 
 enum class ParseState {
@@ -66,7 +68,8 @@ struct ParseResult {
 // `request` is only meaningful on kComplete.
 ParseResult parse_request(std::string_view data, const RequestLimits& limits, ServerRequest& request);
 
-// Reason phrase for a status code ("OK", "Not Found", ...; "Unknown" for others).
+// Reason phrase for a status code: the IANA registry's ("OK", "Unsupported Media Type", ...), else
+// its class's ("Client Error", "Server Error", ...).
 std::string_view status_reason(int status);
 
 }  // namespace ix::http

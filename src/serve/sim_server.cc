@@ -12,12 +12,16 @@
 #include <ctime>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/rng.h"
+#include "common/sanitize.h"
+#include "http/client.h"
 #include "http/server.h"
 #include "serve/openai_request.h"
+#include "serve/prompt_workers.h"
 #include "serve/schedule_engines.h"
 #include "serve/serve_metrics.h"
 
@@ -39,14 +43,18 @@ struct ServeState {
   // Set when the engine is a fixed schedule: requests are then admitted and their events produced
   // by the connection's own event loop (CompletionSource::produce_due), not by an engine thread.
   FixedScheduleEngine* fixed = nullptr;
+  // Last, so it goes first: its jobs use everything above.
+  PromptWorkers workers;
 
-  ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text)
+  ServeState(SimServeOptions opts, std::unique_ptr<sim::LiveEngine> eng, std::unique_ptr<TextCodec> text,
+             int worker_threads)
       : options(std::move(opts)),
         codec(std::move(text)),
         faults(options.faults, steady_clock_instance().now_ns()),
         start_ns(steady_clock_instance().now_ns()),
         engine(std::move(eng)),
-        fixed(dynamic_cast<FixedScheduleEngine*>(engine.get())) {}
+        fixed(dynamic_cast<FixedScheduleEngine*>(engine.get())),
+        workers(worker_threads, kMaxQueuedPromptBytes) {}
 };
 
 struct SimServer::Impl {
@@ -658,7 +666,7 @@ class Router {
     if (path == "/tokenize" || path == "/detokenize") {
       if (!allow({"POST"})) return not_allowed("POST");
       if (auto refused = refuse_media_type(request)) return std::move(*refused);
-      return path == "/tokenize" ? tokenize(request) : detokenize(request);
+      return path == "/tokenize" ? tokenize(request, context) : detokenize(request);
     }
     if (path == "/start_profile" || path == "/stop_profile") {
       // Not HEAD: a HEAD must not open or close a profiling window.
@@ -690,8 +698,8 @@ class Router {
     return json_response(200, std::move(body));
   }
 
-  static ServerResponse unknown_model(const std::string& name) {
-    return error_response(404, fmt::format("The model `{}` does not exist.", name), "NotFoundError", "model");
+  static ApiError unknown_model(const std::string& name) {
+    return ApiError{404, "NotFoundError", fmt::format("The model `{}` does not exist.", name), "model"};
   }
 
   bool serves_model(const std::string& name) const {
@@ -761,7 +769,8 @@ class Router {
   std::expected<std::vector<int32_t>, ApiError> prompt_ids(const std::optional<std::string>& text,
                                                            const std::optional<std::vector<int32_t>>& ids,
                                                            const std::vector<ChatTurn>& messages, bool chat,
-                                                           bool add_special_tokens, bool add_generation_prompt = true) {
+                                                           bool add_special_tokens,
+                                                           bool add_generation_prompt = true) const {
     std::vector<int32_t> out;
     if (chat) {
       auto rendered = state_.codec->render_chat(messages, add_generation_prompt);
@@ -776,17 +785,21 @@ class Router {
     return out;
   }
 
-  ServerResponse tokenize(const http::ServerRequest& request) {
-    auto parsed = parse_tokenize_request(request.body);
-    if (!parsed) return error_response(parsed.error());
-    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
+  // /tokenize's answer, all of it off the loop for a big body (see off_loop).
+  std::expected<std::string, ApiError> tokenize_body(std::string_view body) const {
+    auto parsed = parse_tokenize_request(body);
+    if (!parsed) return std::unexpected(std::move(parsed.error()));
+    if (parsed->model && !serves_model(*parsed->model)) return std::unexpected(unknown_model(*parsed->model));
+    if (auto refused = check_prompt_size(parsed->prompt_text, parsed->messages, parsed->is_chat)) {
+      return std::unexpected(std::move(*refused));
+    }
     auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, parsed->is_chat,
                           parsed->add_special_tokens, parsed->add_generation_prompt);
-    if (!ids) return error_response(ids.error());
+    if (!ids) return std::unexpected(std::move(ids.error()));
     // vLLM's TokenizeResponse: count, max_model_len, tokens, token_strs (null unless asked for).
     std::string token_strs = "null";
     if (parsed->return_token_strs) {
-      if (!state_.codec->vocab_size()) return no_vocabulary("return_token_strs");
+      if (!state_.codec->vocab_size()) return std::unexpected(no_vocabulary("return_token_strs"));
       token_strs = "[";
       for (size_t index = 0; index < ids->size(); ++index) {
         if (index > 0) token_strs += ',';
@@ -794,144 +807,243 @@ class Router {
       }
       token_strs += ']';
     }
-    std::string body = fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}],"token_strs":{}}})", ids->size(),
-                                   state_.engine->max_model_len(), fmt::join(*ids, ","), token_strs);
-    return json_response(200, std::move(body));
+    return fmt::format(R"({{"count":{},"max_model_len":{},"tokens":[{}],"token_strs":{}}})", ids->size(),
+                       state_.engine->max_model_len(), fmt::join(*ids, ","), token_strs);
+  }
+
+  ServerResponse tokenize(http::ServerRequest& request, http::RequestContext& context) {
+    return off_loop<std::string>(
+        request, context, [this](std::string_view body) { return tokenize_body(body); },
+        [](std::string& body, http::RequestContext&) { return json_response(200, std::move(body)); });
   }
 
   // The approximate codec has ids but no vocabulary to turn them back into text.
-  static ServerResponse no_vocabulary(std::string_view what) {
-    return error_response(501,
-                          fmt::format("{} needs the served model's tokenizer, and this server counts tokens "
-                                      "approximately (no tokenizer); start ixbench sim serve with --tokenizer",
-                                      what),
-                          "NotImplementedError");
+  static ApiError no_vocabulary(std::string_view what) {
+    return ApiError{501, "NotImplementedError",
+                    fmt::format("{} needs the served model's tokenizer, and this server counts tokens "
+                                "approximately (no tokenizer); start ixbench sim serve with --tokenizer",
+                                what),
+                    ""};
   }
 
   // vLLM's /detokenize: {"prompt": tokenizer.decode(tokens)}, special tokens kept.
   ServerResponse detokenize(const http::ServerRequest& request) {
     auto parsed = parse_detokenize_request(request.body);
     if (!parsed) return error_response(parsed.error());
-    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
-    if (!state_.codec->vocab_size()) return no_vocabulary("/detokenize");
+    if (parsed->model && !serves_model(*parsed->model)) return error_response(unknown_model(*parsed->model));
+    if (!state_.codec->vocab_size()) return error_response(no_vocabulary("/detokenize"));
     if (auto refused = check_vocabulary(parsed->tokens, "tokens")) return error_response(*refused);
     auto text = state_.codec->decode(parsed->tokens);
     if (!text) return error_response(500, text.error().message(), "InternalServerError");
     return json_response(200, fmt::format(R"({{"prompt":"{}"}})", json_escape(*text)));
   }
 
-  ServerResponse completions(const http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {
-    auto parsed = parse_openai_request(request.body, kind);
-    if (!parsed) return error_response(parsed.error());
-    if (parsed->model && !serves_model(*parsed->model)) return unknown_model(*parsed->model);
-    auto ids_or = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, kind == ApiKind::kChat,
-                             parsed->add_special_tokens);
-    if (!ids_or) return error_response(ids_or.error());
-    std::vector<int32_t> ids = std::move(*ids_or);
+  // Runs `work` on the request's body (parsing, tokenizing) and answers with `then` (on the loop)
+  // or with work's error. A body of at most kInlineBodyBytes is worked on here, on the loop; a
+  // bigger one on a prompt worker, the answer deferred (503 when the workers' queue is full).
+  template <typename T, typename Work, typename Then>
+  ServerResponse off_loop(http::ServerRequest& request, http::RequestContext& context, Work work, Then then) {
+    if (request.body.size() <= kInlineBodyBytes) {
+      auto done = work(std::string_view(request.body));
+      return done ? then(*done, context) : error_response(done.error());
+    }
+    const size_t bytes = request.body.size();
+    auto responder = context.defer();
+    auto job = [responder, work, then, body = std::move(request.body)]() mutable {
+      if (responder->abandoned()) return;
+      auto done = std::make_shared<std::expected<T, ApiError>>(run_guarded<T>(work, body));
+      body = std::string();
+      responder->respond([done, then](http::RequestContext& loop_context) {
+        return *done ? then(**done, loop_context) : error_response(done->error());
+      });
+    };
+    if (!state_.workers.try_submit(bytes, std::move(job))) return workers_busy(bytes);
+    return ServerResponse::later();
+  }
+
+  // A worker's job must answer even when the work throws (bad_alloc on a huge prompt).
+  template <typename T, typename Work>
+  static std::expected<T, ApiError> run_guarded(Work& work, const std::string& body) {
+    try {
+      return work(std::string_view(body));
+    } catch (const std::exception& e) {
+      return std::unexpected(ApiError{500, "InternalServerError", std::string("internal error: ") + e.what(), ""});
+    }
+  }
+
+  ServerResponse workers_busy(size_t bytes) const {
+    ServerResponse response = error_response(
+        503,
+        fmt::format("the server is busy tokenizing other prompts: {} bytes are waiting, and this request's {} bytes "
+                    "would pass the queue's limit of {} bytes; retry later",
+                    state_.workers.queued_bytes(), bytes, state_.workers.max_queued_bytes()),
+        "ServiceUnavailableError");
+    response.headers.push_back({"retry-after", "1"});
+    return response;
+  }
+
+  // 413 for a prompt text longer than --max-prompt-bytes (chat: the messages' roles and contents),
+  // before any tokenizing.
+  std::optional<ApiError> check_prompt_size(const std::optional<std::string>& text,
+                                            const std::vector<ChatTurn>& messages, bool chat) const {
+    size_t bytes = text ? text->size() : 0;
+    if (chat) {
+      for (const auto& turn : messages) bytes += turn.role.size() + turn.content.size();
+    }
+    const auto limit = static_cast<size_t>(state_.options.max_prompt_bytes);
+    if (bytes <= limit) return std::nullopt;
+    return ApiError{413, "BadRequestError",
+                    fmt::format("The prompt is {} bytes, more than this server's limit of {} bytes "
+                                "(--max-prompt-bytes of ixbench sim serve). Please send a shorter prompt.",
+                                bytes, limit),
+                    chat ? "messages" : "prompt"};
+  }
+
+  // A completion request parsed, with its prompt's token ids (truncated as asked).
+  struct Prepared {
+    OpenAiRequest request;
+    std::vector<int32_t> ids;
+  };
+
+  std::expected<Prepared, ApiError> prepare_completion(std::string_view body, ApiKind kind) const {
+    auto parsed = parse_openai_request(body, kind);
+    if (!parsed) return std::unexpected(std::move(parsed.error()));
+    if (parsed->model && !serves_model(*parsed->model)) return std::unexpected(unknown_model(*parsed->model));
+    const bool chat = kind == ApiKind::kChat;
+    if (auto refused = check_prompt_size(parsed->prompt_text, parsed->messages, chat)) {
+      return std::unexpected(std::move(*refused));
+    }
+    auto ids = prompt_ids(parsed->prompt_text, parsed->prompt_ids, parsed->messages, chat, parsed->add_special_tokens);
+    if (!ids) return std::unexpected(std::move(ids.error()));
+    if (auto refused = truncate_prompt(*parsed, *ids)) return std::unexpected(std::move(*refused));
+    if (ids->empty()) {
+      return std::unexpected(ApiError{400, "BadRequestError", "The prompt cannot be empty: it encodes to no tokens",
+                                      chat ? "messages" : "prompt"});
+    }
+    return Prepared{std::move(*parsed), std::move(*ids)};
+  }
+
+  // vLLM's truncate_prompt_tokens: k keeps the last k prompt tokens; -1 means max_model_len.
+  std::optional<ApiError> truncate_prompt(const OpenAiRequest& parsed, std::vector<int32_t>& ids) const {
+    if (!parsed.truncate_prompt_tokens) return std::nullopt;
     const int64_t max_model_len = state_.engine->max_model_len();
-    if (parsed->truncate_prompt_tokens) {
-      // vLLM: k keeps the last k prompt tokens; -1 means max_model_len.
-      const int64_t keep = *parsed->truncate_prompt_tokens == -1 ? max_model_len : *parsed->truncate_prompt_tokens;
-      if (keep > max_model_len) {
-        return error_response(400,
-                              fmt::format("truncate_prompt_tokens value ({}) is greater than max_model_len ({}). "
-                                          "Please, select a smaller truncation size.",
-                                          keep, max_model_len),
-                              "BadRequestError", "truncate_prompt_tokens");
-      }
-      if (static_cast<int64_t>(ids.size()) > keep) ids.erase(ids.begin(), ids.end() - keep);
+    const int64_t keep = *parsed.truncate_prompt_tokens == -1 ? max_model_len : *parsed.truncate_prompt_tokens;
+    if (keep > max_model_len) {
+      return ApiError{400, "BadRequestError",
+                      fmt::format("truncate_prompt_tokens value ({}) is greater than max_model_len ({}). "
+                                  "Please, select a smaller truncation size.",
+                                  keep, max_model_len),
+                      "truncate_prompt_tokens"};
     }
-    if (ids.empty()) {
-      return error_response(400, "The prompt cannot be empty: it encodes to no tokens", "BadRequestError",
-                            kind == ApiKind::kChat ? "messages" : "prompt");
-    }
-    const auto prompt_len = static_cast<int64_t>(ids.size());
+    if (static_cast<int64_t>(ids.size()) > keep) ids.erase(ids.begin(), ids.end() - keep);
+    return std::nullopt;
+  }
+
+  // The request's max_tokens (its default applied), checked against the context window and
+  // min_tokens as vLLM checks them.
+  std::expected<int64_t, ApiError> output_budget(const OpenAiRequest& parsed, int64_t prompt_len) const {
+    const int64_t max_model_len = state_.engine->max_model_len();
     if (prompt_len >= max_model_len) {
-      return error_response(400,
-                            fmt::format("This model's maximum context length is {} tokens. However, your request has "
-                                        "{} input tokens. Please reduce the length of the input messages.",
-                                        max_model_len, prompt_len),
-                            "BadRequestError");
+      return std::unexpected(
+          ApiError{400, "BadRequestError",
+                   fmt::format("This model's maximum context length is {} tokens. However, your request has "
+                               "{} input tokens. Please reduce the length of the input messages.",
+                               max_model_len, prompt_len),
+                   ""});
     }
-    int64_t max_tokens = parsed->max_tokens.value_or(kind == ApiKind::kChat ? max_model_len - prompt_len : 16);
-    if (parsed->min_tokens > max_tokens) {
-      return error_response(400,
-                            fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}.", max_tokens,
-                                        parsed->min_tokens),
-                            "BadRequestError", "min_tokens");
+    const int64_t max_tokens =
+        parsed.max_tokens.value_or(parsed.kind == ApiKind::kChat ? max_model_len - prompt_len : 16);
+    if (parsed.min_tokens > max_tokens) {
+      return std::unexpected(ApiError{
+          400, "BadRequestError",
+          fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}.", max_tokens, parsed.min_tokens),
+          "min_tokens"});
     }
     // Compared without the sum: max_tokens may be any positive int64 (the sum overflowed, the
     // check passed and the engine refused max_tokens -1 with a message about min_tokens).
     if (max_tokens > max_model_len - prompt_len) {
-      return error_response(
-          400,
+      return std::unexpected(ApiError{
+          400, "BadRequestError",
           fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
                       "the messages, {} in the completion). Please reduce the length of the messages or completion.",
                       max_model_len, static_cast<uint64_t>(prompt_len) + static_cast<uint64_t>(max_tokens), prompt_len,
                       max_tokens),
-          "BadRequestError");
+          ""});
     }
+    return max_tokens;
+  }
 
+  // The fault plan of one request; a short fault is an early natural stop, which min_tokens rules
+  // out before min_tokens tokens (with min_tokens = max_tokens there is no shorter output to give).
+  FaultPlan plan_faults(int64_t max_tokens, int64_t min_tokens) {
     FaultPlan plan = state_.faults.plan(static_cast<int32_t>(max_tokens));
-    // A short fault is an early natural stop, which min_tokens rules out before min_tokens tokens;
-    // with min_tokens = max_tokens there is no shorter output to give, so no short fault.
     if (plan.short_tokens != 0) {
-      plan.short_tokens = std::max(plan.short_tokens, static_cast<int32_t>(parsed->min_tokens));
+      plan.short_tokens = std::max(plan.short_tokens, static_cast<int32_t>(min_tokens));
       if (plan.short_tokens >= max_tokens) plan.short_tokens = 0;
     }
     if (plan.any()) state_.metrics.count_fault();
+    return plan;
+  }
+
+  StreamSpec make_spec(const OpenAiRequest& parsed, const FaultPlan& plan) {
+    uint64_t sequence = state_.next_request.fetch_add(1, std::memory_order_relaxed);
+    uint64_t mixed = fnv1a64(fmt::format("{}:{}", state_.options.seed, sequence));
+    StreamSpec spec;
+    spec.kind = parsed.kind;
+    spec.stream = parsed.stream;
+    spec.include_usage = parsed.include_usage;
+    spec.continuous_usage = parsed.continuous_usage;
+    spec.stop = parsed.stop;
+    spec.stop_token_ids = parsed.stop_token_ids;
+    spec.include_stop_str = parsed.include_stop_str_in_output;
+    spec.min_tokens = static_cast<int32_t>(parsed.min_tokens);
+    spec.faults = plan;
+    spec.id = fmt::format("{}-{:016x}{:016x}", parsed.kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);
+    spec.created = static_cast<int64_t>(std::time(nullptr));
+    const auto& starts = state_.codec->word_starts();
+    spec.token_offset = starts[static_cast<size_t>(mixed % starts.size())];
+    return spec;
+  }
+
+  ServerResponse completions(http::ServerRequest& request, http::RequestContext& context, ApiKind kind) {
+    const int64_t received_ns = request.received_ns;
+    const int64_t arrived_ns = request.arrived_ns;
+    return off_loop<Prepared>(
+        request, context, [this, kind](std::string_view body) { return prepare_completion(body, kind); },
+        [this, received_ns, arrived_ns](Prepared& prepared, http::RequestContext& loop_context) {
+          return schedule(prepared, received_ns, arrived_ns, loop_context);
+        });
+  }
+
+  // On the loop: the request's budget and faults, then the engine (or the fixed schedule) and
+  // the response that streams its tokens.
+  ServerResponse schedule(Prepared& prepared, int64_t received_ns, int64_t arrived_ns, http::RequestContext& context) {
+    const OpenAiRequest& parsed = prepared.request;
+    auto budget = output_budget(parsed, static_cast<int64_t>(prepared.ids.size()));
+    if (!budget) return error_response(budget.error());
+    const int64_t max_tokens = *budget;
+    FaultPlan plan = plan_faults(max_tokens, parsed.min_tokens);
     if (plan.error_status != 0) {
       return error_response(plan.error_status,
                             fmt::format("injected fault: HTTP {} (--fault-error-rate)", plan.error_status),
                             error_type_for(plan.error_status));
     }
-
-    uint64_t sequence = state_.next_request.fetch_add(1, std::memory_order_relaxed);
-    uint64_t mixed = fnv1a64(fmt::format("{}:{}", state_.options.seed, sequence));
-    StreamSpec spec;
-    spec.kind = kind;
-    spec.stream = parsed->stream;
-    spec.include_usage = parsed->include_usage;
-    spec.continuous_usage = parsed->continuous_usage;
-    spec.stop = parsed->stop;
-    spec.stop_token_ids = parsed->stop_token_ids;
-    spec.include_stop_str = parsed->include_stop_str_in_output;
-    spec.min_tokens = static_cast<int32_t>(parsed->min_tokens);
-    spec.faults = plan;
-    spec.id = fmt::format("{}-{:016x}{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", mixed, sequence);
-    spec.created = static_cast<int64_t>(std::time(nullptr));
-    const auto& starts = state_.codec->word_starts();
-    spec.token_offset = starts[static_cast<size_t>(mixed % starts.size())];
-
-    auto shared = std::make_shared<StreamShared>(state_.metrics, request.received_ns);
+    auto shared = std::make_shared<StreamShared>(state_.metrics, received_ns);
     // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
     if (state_.fixed == nullptr) shared->waker = context.waker();
-    auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));
+    auto source = std::make_unique<CompletionSource>(state_, shared, make_spec(parsed, plan));
 
     sim::GenerationRequest generation;
-    generation.prompt_token_ids = std::move(ids);
+    generation.prompt_token_ids = std::move(prepared.ids);
     generation.max_tokens = static_cast<int32_t>(plan.short_tokens != 0 ? plan.short_tokens : max_tokens);
-    generation.ignore_eos = parsed->ignore_eos;
-    generation.min_tokens = static_cast<int32_t>(std::min<int64_t>(parsed->min_tokens, generation.max_tokens));
-    if (!parsed->max_tokens) generation.natural_max_tokens = kDefaultBudgetNaturalMaxTokens;
-    if (parsed->user) generation.session_id = fnv1a64(*parsed->user);
-    auto engine_error = [](const Error& error) {
-      const bool invalid = error.code() == ErrorCode::kInvalidArgument;
-      return error_response(invalid ? 400 : 500, error.message(), invalid ? "BadRequestError" : "InternalServerError");
-    };
-    if (state_.fixed != nullptr) {
-      auto admitted = state_.fixed->admit(generation, request.arrived_ns);
-      if (!admitted) return engine_error(admitted.error());
-      source->set_schedule(*admitted);
-    } else {
-      auto submitted = state_.engine->submit(
-          std::move(generation), [shared](const sim::TokenEvent& event) { on_token_event(*shared, event); });
-      if (!submitted) return engine_error(submitted.error());
-      source->set_engine_request(*submitted);
-    }
+    generation.ignore_eos = parsed.ignore_eos;
+    generation.min_tokens = static_cast<int32_t>(std::min<int64_t>(parsed.min_tokens, generation.max_tokens));
+    if (!parsed.max_tokens) generation.natural_max_tokens = kDefaultBudgetNaturalMaxTokens;
+    if (parsed.user) generation.session_id = fnv1a64(*parsed.user);
+    if (auto refused = submit(std::move(generation), arrived_ns, shared, *source)) return std::move(*refused);
 
     ServerResponse response;
-    if (parsed->stream) {
+    if (parsed.stream) {
       response.content_type = "text/event-stream; charset=utf-8";
       response.headers.push_back({"cache-control", "no-cache"});
       response.body_mode = http::BodyMode::kChunked;
@@ -942,6 +1054,26 @@ class Router {
     return response;
   }
 
+  // Hands the request to the fixed schedule or the engine; the error response when refused.
+  std::optional<ServerResponse> submit(sim::GenerationRequest generation, int64_t arrived_ns,
+                                       const std::shared_ptr<StreamShared>& shared, CompletionSource& source) {
+    auto engine_error = [](const Error& error) {
+      const bool invalid = error.code() == ErrorCode::kInvalidArgument;
+      return error_response(invalid ? 400 : 500, error.message(), invalid ? "BadRequestError" : "InternalServerError");
+    };
+    if (state_.fixed != nullptr) {
+      auto admitted = state_.fixed->admit(generation, arrived_ns);
+      if (!admitted) return engine_error(admitted.error());
+      source.set_schedule(*admitted);
+      return std::nullopt;
+    }
+    auto submitted = state_.engine->submit(std::move(generation),
+                                           [shared](const sim::TokenEvent& event) { on_token_event(*shared, event); });
+    if (!submitted) return engine_error(submitted.error());
+    source.set_engine_request(*submitted);
+    return std::nullopt;
+  }
+
   ServeState& state_;
 };
 
@@ -949,6 +1081,24 @@ class Router {
 constexpr int kMaxLoopThreads = 1024;
 // Timeouts are turned into nanosecond deadlines: keep them far from int64 overflow (~115 days).
 constexpr int64_t kMaxTimeoutMs = 10'000'000'000;
+// Larger body or prompt limits are typos: a request is held in memory whole.
+constexpr int64_t kMaxLimitBytes = int64_t{1} << 30;
+
+Result<void> validate_limit_flags(const SimServeOptions& options) {
+  if (options.tokenize_threads < 0 || options.tokenize_threads > kMaxLoopThreads) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--tokenize-threads must be in [0, {}] (0 = as many as event-loop threads), got {}",
+                            kMaxLoopThreads, options.tokenize_threads));
+  }
+  for (auto [value, flag] : {std::pair{options.max_prompt_bytes, "--max-prompt-bytes"},
+                             std::pair{options.max_body_bytes, "--max-body-bytes"}}) {
+    if (value < 1 || value > kMaxLimitBytes) {
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{} must be in [1, {}] (1 GiB), got {}", flag, kMaxLimitBytes, value));
+    }
+  }
+  return {};
+}
 
 Result<void> validate_server_flags(const SimServeOptions& options) {
   if (options.threads < 0 || options.threads > kMaxLoopThreads) {
@@ -963,7 +1113,7 @@ Result<void> validate_server_flags(const SimServeOptions& options) {
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--idle-timeout-ms must be in [1, {}], got {}", kMaxTimeoutMs, options.idle_timeout_ms));
   }
-  return {};
+  return validate_limit_flags(options);
 }
 
 }  // namespace
@@ -982,13 +1132,18 @@ Result<std::unique_ptr<SimServer>> SimServer::start(const SimServeOptions& optio
   if (!engine) return fail(ErrorCode::kInvalidArgument, "sim serve needs an engine");
   if (!codec) codec = make_fallback_codec();
   auto impl = std::make_unique<Impl>();
-  impl->state = std::make_unique<ServeState>(options, std::move(engine), std::move(codec));
+  const int loop_threads =
+      options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int worker_threads = options.tokenize_threads > 0 ? options.tokenize_threads : loop_threads;
+  impl->state = std::make_unique<ServeState>(options, std::move(engine), std::move(codec), worker_threads);
   http::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
-  server_options.threads = options.threads;
+  server_options.threads = loop_threads;
   server_options.request_timeout_ms = options.request_timeout_ms;
   server_options.idle_timeout_ms = options.idle_timeout_ms;
+  server_options.limits.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
+  server_options.limits.body_limit_flag = "--max-body-bytes of ixbench sim serve";
   auto router = std::make_shared<Router>(*impl->state);
   auto server =
       http::HttpServer::start(server_options, [router](http::ServerRequest& request, http::RequestContext& context) {
@@ -1008,8 +1163,11 @@ size_t SimServer::connection_count() const {
 }
 
 void SimServer::stop() {
-  // The HTTP side goes first: closing connections cancels their engine requests.
+  // The HTTP side goes first: closing connections cancels their engine requests. Then the prompt
+  // workers (a running tokenization finishes): their jobs call into the handlers, which go with
+  // the HTTP server.
   if (impl_->http) impl_->http->stop();
+  if (impl_->state) impl_->state->workers.stop();
 }
 
 Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
@@ -1027,10 +1185,12 @@ Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr
   std::string codec_description = codec ? codec->description() : make_fallback_codec()->description();
   auto server = SimServer::start(options, std::move(engine), std::move(codec));
   if (!server) return std::unexpected(server.error());
-  std::printf("listening on http://%s:%u\n", options.host.c_str(), static_cast<unsigned>((*server)->port()));
+  // An IPv6 host in brackets ("http://[::1]:8000"), as a URL must have it.
+  const http::Url url{.host = options.host, .port = (*server)->port(), .path = {}};
+  std::printf("listening on %s\n", url.origin().c_str());
   std::fflush(stdout);
-  log::info("sim serve: model '{}', {}; {}; open-file limit {}", options.model_name, options.engine_description,
-            codec_description, open_files);
+  log::info("sim serve: model '{}', {}; {}; open-file limit {}", printable(options.model_name),
+            printable(options.engine_description), printable(codec_description), open_files);
   int received = 0;
   sigwait(&signals, &received);
   log::info("sim serve: signal {} received, stopping", received);

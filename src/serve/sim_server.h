@@ -13,7 +13,12 @@
 //        /start_profile, /stop_profile (record a profiling window, 200).
 //   Bad requests get 400 with OpenAI error JSON naming the field in "param"; unknown model 404;
 //   unknown path 404; wrong method 405; a body whose Content-Type is not application/json 415
-//   (a missing Content-Type is accepted).
+//   (a missing Content-Type is accepted); a prompt over max_prompt_bytes or a body over
+//   max_body_bytes 413; 503 when more than kMaxQueuedPromptBytes wait for a prompt worker.
+//
+// Bodies over kInlineBodyBytes are parsed and tokenized on prompt workers (PromptWorkers), never
+// on an event loop: the loop defers the response (http::Responder) and schedules the request when
+// the worker is done, so a big prompt delays no other connection.
 //   Stop strings and stop_token_ids are matched on the output tokens (text and ids), not before
 //   min_tokens tokens (vLLM); without max_tokens a chat request's budget is max_model_len - prompt
 //   but the cost model's natural length is drawn as for kDefaultBudgetNaturalMaxTokens tokens.
@@ -48,6 +53,20 @@ namespace ix::serve {
 // a "Hi" stream for minutes. ignore_eos still generates the whole budget.
 inline constexpr int32_t kDefaultBudgetNaturalMaxTokens = 1024;
 
+// Prompt limit (--max-prompt-bytes): 4 MiB is 32 bytes per token of a 131072-token context, 8 times
+// what English text takes (~4 bytes per token), so every prompt that can fit the context windows
+// ixbench simulates passes, and a bigger one is refused with 413 before it is tokenized (a 4 MB
+// prompt without spaces takes seconds of a worker's time).
+inline constexpr int64_t kDefaultMaxPromptBytes = 4 * 1024 * 1024;
+// Body limit (--max-body-bytes): room for a maximal prompt with every byte JSON-escaped as \u00XX.
+inline constexpr int64_t kDefaultMaxBodyBytes = 32 * 1024 * 1024;
+// Request bodies larger than this are parsed and tokenized on a prompt worker, not on the loop:
+// up to 1 KiB costs at most ~1.5 ms even without spaces, and token-id prompts of capacity runs stay
+// on the loop.
+inline constexpr size_t kInlineBodyBytes = 1024;
+// Bodies waiting for a prompt worker, at most (beyond: 503 with Retry-After).
+inline constexpr size_t kMaxQueuedPromptBytes = 64 * 1024 * 1024;
+
 struct SimServeOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
@@ -60,6 +79,9 @@ struct SimServeOptions {
   FaultOptions faults;
   int64_t request_timeout_ms = 30000;
   int64_t idle_timeout_ms = 300000;
+  int64_t max_prompt_bytes = kDefaultMaxPromptBytes;  // prompt text (chat: roles and contents) -> 413
+  int64_t max_body_bytes = kDefaultMaxBodyBytes;      // request body -> 413
+  int tokenize_threads = 0;                           // prompt workers; 0 = as many as event-loop threads
   // One line describing the engine, for /v1/models' "ixbench" block and the start log.
   std::string engine_description;
 };
@@ -75,7 +97,8 @@ class SimServer {
 
   uint16_t port() const;
   size_t connection_count() const;
-  // Stops accepting, closes connections (their engine requests are cancelled), joins threads.
+  // Stops accepting, closes connections (their engine requests are cancelled), joins threads (a
+  // prompt being tokenized is finished first).
   void stop();
 
   struct Impl;
@@ -85,8 +108,9 @@ class SimServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs a server until SIGINT/SIGTERM: prints "listening on http://<host>:<port>" as the first
-// stdout line (tests and scripts wait for it), logs the configuration to stderr.
+// Runs a server until SIGINT/SIGTERM: prints "listening on http://<host>:<port>" (an IPv6 host in
+// brackets) as the first stdout line (tests and scripts wait for it), logs the configuration to
+// stderr.
 Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
                                  std::unique_ptr<TextCodec> codec);
 

@@ -768,6 +768,10 @@ void Tokenizer::Impl::merge_word(std::string_view word, std::vector<int32_t>& ou
   for (const Symbol& s : symbols) {
     if (s.alive) out.push_back(s.id);
   }
+  // The scratch of a huge word (a 4 MB prompt without spaces: ~110 MB) is not kept per thread.
+  constexpr size_t kKeptScratch = 64 * 1024;
+  if (symbols.capacity() > kKeptScratch) std::vector<Symbol>().swap(symbols);
+  if (heap_storage.capacity() > kKeptScratch) std::vector<Merge>().swap(heap_storage);
 }
 
 std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {

@@ -2,9 +2,12 @@
 // model), fault flags, flag errors, and a clean exit on SIGTERM.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "metrics/prometheus.h"
@@ -355,6 +358,9 @@ TEST(SimServe, FlagErrorsAreReported) {
       {"--no-delay", "--request-timeout-ms", "0"},
       {"--no-delay", "--idle-timeout-ms", "-1"},
       {"--no-delay", "--max-model-len", "-5"},
+      {"--no-delay", "--max-prompt-bytes", "0"},
+      {"--no-delay", "--max-body-bytes", "2000000000"},
+      {"--no-delay", "--tokenize-threads", "-1"},
   };
   for (const auto& args : bad) {
     std::vector<std::string> argv = {"sim", "serve", "--port", "0", "--tokenizer", "none"};
@@ -389,6 +395,154 @@ TEST(SimServe, PortInUseIsAnError) {
       run_ixbench({"sim", "serve", "--no-delay", "--tokenizer", "none", "--port", std::to_string(server->port())});
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_NE(second.err.find("cannot listen"), std::string::npos) << second.err;
+}
+
+// The status line sim serve sends for `request`, read off the socket as it comes.
+std::string status_line(const ServerProcess& server, const std::string& request) {
+  auto client = RawHttpClient::connect(server.port());
+  EXPECT_TRUE(client && client->send(request));
+  if (!client) return {};
+  std::string received;
+  char buffer[4096];
+  while (received.find("\r\n") == std::string::npos) {
+    const ssize_t n = ::recv(client->fd(), buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  return received.substr(0, received.find("\r\n"));
+}
+
+// Every status sim serve sends has its reason phrase (415 went out as "415 Unknown").
+TEST(SimServe, StatusLinesCarryTheirReasonPhrases) {
+  auto server = start({"--no-delay", "--tokenizer", "none"});
+  ASSERT_TRUE(server);
+  const std::string text_body =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 2\r\n\r\nhi";
+  EXPECT_EQ(status_line(*server, text_body), "HTTP/1.1 415 Unsupported Media Type");
+  EXPECT_EQ(status_line(*server, make_get("/nowhere")), "HTTP/1.1 404 Not Found");
+}
+
+// A prompt over --max-prompt-bytes is refused with 413 before it is tokenized, a body over
+// --max-body-bytes as soon as its Content-Length is read; both messages name the limit and the flag.
+TEST(SimServe, PromptsAndBodiesBeyondTheLimitsGet413) {
+  auto server =
+      start({"--no-delay", "--tokenizer", "none", "--max-prompt-bytes", "2000", "--max-body-bytes", "100000"});
+  ASSERT_TRUE(server);
+  const std::string prompt(3000, 'a');
+  auto big = request(*server, make_post("/v1/completions", R"({"prompt":")" + prompt + R"(","max_tokens":1})"));
+  EXPECT_EQ(big.status, 413);
+  EXPECT_NE(big.body.find("The prompt is 3000 bytes, more than this server's limit of 2000 bytes"), std::string::npos)
+      << big.body;
+  EXPECT_NE(big.body.find("--max-prompt-bytes"), std::string::npos) << big.body;
+  EXPECT_NE(big.body.find(R"("param":"prompt")"), std::string::npos) << big.body;
+  auto chat = request(
+      *server, make_post("/v1/chat/completions", R"({"messages":[{"role":"user","content":")" + prompt + R"("}]})"));
+  EXPECT_EQ(chat.status, 413) << chat.body;
+  auto tokenize = request(*server, make_post("/tokenize", R"({"prompt":")" + prompt + R"("})"));
+  EXPECT_EQ(tokenize.status, 413) << tokenize.body;
+  // At the limit it is served.
+  auto at_limit = request(
+      *server, make_post("/v1/completions", R"({"prompt":")" + prompt.substr(0, 2000) + R"(","max_tokens":1})"));
+  EXPECT_EQ(at_limit.status, 200) << at_limit.body;
+  auto body = request(*server, make_post("/v1/completions",
+                                         R"({"prompt":"a","max_tokens":1,"x":")" + std::string(100000, 'b') + R"("})"));
+  EXPECT_EQ(body.status, 413);
+  EXPECT_NE(body.body.find("larger than this server's limit of 100000 bytes"), std::string::npos) << body.body;
+  EXPECT_NE(body.body.find("--max-body-bytes"), std::string::npos) << body.body;
+}
+
+// Tokenizing runs off the event loop: with one loop thread, /health is answered while a 2 MB
+// prompt without spaces (one 2-million-letter word for the BPE) is tokenized. It waited for the
+// whole tokenization before. The bound is relative (a quarter of the big request's time), so a
+// loaded machine slows both sides alike.
+TEST(SimServe, HealthAnswersWhileABigPromptTokenizes) {
+  auto server = start({"--no-delay", "--tokenizer", "deepseek_v3", "--threads", "1", "--max-model-len", "4000000"});
+  ASSERT_TRUE(server);
+  const std::string body = R"({"prompt":")" + std::string(2'000'000, 'a') + R"(","max_tokens":1})";
+  std::atomic<bool> done{false};
+  double big_s = 0;
+  int big_status = 0;
+  std::thread big([&] {
+    const auto started = std::chrono::steady_clock::now();
+    big_status = request(*server, make_post("/v1/completions", body), 120.0).status;
+    big_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    done = true;
+  });
+  double worst_health_s = 0;
+  int polls = 0;
+  while (!done) {
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(request(*server, make_get("/health"), 120.0).status, 200);
+    worst_health_s =
+        std::max(worst_health_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    ++polls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  big.join();
+  EXPECT_EQ(big_status, 200);
+  EXPECT_GE(polls, 2);
+  EXPECT_LT(worst_health_s, big_s / 4) << "worst /health " << worst_health_s << " s, big request " << big_s << " s";
+}
+
+int64_t resident_mb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
+  }
+  return -1;
+}
+
+// What tokenizing a huge word took (~28 bytes of BPE scratch per byte, kept per thread: RSS stayed
+// ~85 MB higher after a 3 MB prompt without spaces, per thread that had tokenized one) goes back.
+TEST(SimServe, MemoryOfABigPromptIsReturned) {
+  auto server = start({"--no-delay", "--tokenizer", "deepseek_v3", "--threads", "1", "--tokenize-threads", "1",
+                       "--max-model-len", "4000000"});
+  ASSERT_TRUE(server);
+  const std::string small = R"({"prompt":")" + std::string(2000, 'a') + R"(","max_tokens":1})";
+  EXPECT_EQ(request(*server, make_post("/v1/completions", small)).status, 200);
+  const int64_t before_mb = resident_mb(server->pid());
+  const std::string big = R"({"prompt":")" + std::string(3'000'000, 'a') + R"(","max_tokens":1})";
+  EXPECT_EQ(request(*server, make_post("/v1/completions", big), 120.0).status, 200);
+  EXPECT_EQ(request(*server, make_post("/v1/completions", small)).status, 200);  // the worker is done
+  const int64_t after_mb = resident_mb(server->pid());
+  ASSERT_GT(before_mb, 0);
+  EXPECT_LT(after_mb - before_mb, 40) << before_mb << " MB before, " << after_mb << " MB after";
+}
+
+// SIGTERM while a prompt worker tokenizes: the server waits for the worker before its handlers
+// go (the job calls into them) and exits 0.
+TEST(SimServe, SigtermWhileAPromptTokenizesExitsCleanly) {
+  auto server = start({"--no-delay", "--tokenizer", "deepseek_v3", "--threads", "1", "--max-model-len", "4000000"});
+  ASSERT_TRUE(server);
+  auto client = RawHttpClient::connect(server->port());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->send(
+      make_post("/v1/completions", R"({"prompt":")" + std::string(1'000'000, 'a') + R"(","max_tokens":1})")));
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);  // a round trip while it is read or tokenized
+  EXPECT_EQ(server->stop(30.0), 0) << server->stderr_text();
+}
+
+// An IPv6 host is printed in brackets, as a URL has it ("http://::1:PORT" is no URL).
+TEST(SimServe, AnIpv6HostIsPrintedInBrackets) {
+  auto server = ServerProcess::start({"--no-delay", "--tokenizer", "none", "--host", "::1"});
+  if (!server && server.error().message().find("cannot listen") != std::string::npos) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << server.error().message();
+  }
+  ASSERT_TRUE(server) << server.error().message();
+  EXPECT_EQ((*server)->base_url(), "http://[::1]:" + std::to_string((*server)->port()));
+}
+
+// Text from outside (here the served model's name) reaches stderr escaped: an ESC or a newline in
+// it cannot colour the terminal or forge a log line.
+TEST(SimServe, ControlCharactersDoNotReachStderr) {
+  auto server = start({"--no-delay", "--tokenizer", "none", "--served-model-name", "m\x1b[31m\nfake.yaml:1:1: x"});
+  ASSERT_TRUE(server);
+  EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+  server->stop();
+  const std::string err = server->stderr_text();
+  EXPECT_NE(err.find("m\\x1b[31m\\nfake.yaml"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
 }
 
 }  // namespace

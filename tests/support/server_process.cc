@@ -44,7 +44,7 @@ std::string read_all(const std::string& path) {
   return text.str();
 }
 
-constexpr std::string_view kListening = "listening on http://127.0.0.1:";
+constexpr std::string_view kListening = "listening on http://";
 
 }  // namespace
 
@@ -84,11 +84,13 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const std::vector<st
     std::string out = read_all(out_file);
     if (auto newline = out.find('\n'); newline != std::string::npos) {
       std::string line = out.substr(0, newline);
-      if (line.rfind(kListening, 0) == 0) {
-        int port = std::atoi(line.c_str() + kListening.size());
+      // "listening on http://HOST:PORT", HOST in brackets when it is an IPv6 address.
+      const size_t colon = line.rfind(':');
+      if (line.rfind(kListening, 0) == 0 && colon != std::string::npos) {
+        int port = std::atoi(line.c_str() + colon + 1);
         if (port > 0 && port < 65536) {
           server->port_ = static_cast<uint16_t>(port);
-          server->base_url_ = "http://127.0.0.1:" + std::to_string(port);
+          server->base_url_ = line.substr(kListening.size() - std::string_view("http://").size());
           return server;
         }
       }

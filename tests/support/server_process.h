@@ -1,7 +1,7 @@
 // A running `ixbench sim serve` child process for tests.
 //
 // start() spawns `ixbench sim serve <args> --port 0`, waits for the first stdout line
-// `listening on http://127.0.0.1:<port>` to learn the port, and returns the handle. The destructor
+// `listening on http://<host>:<port>` to learn the port, and returns the handle. The destructor
 // kills the child (SIGTERM, then SIGKILL after a grace period) and reaps it, so a failing test
 // never leaks a server. stderr of the child is kept for failure messages (stderr_text()).
 //
@@ -33,7 +33,7 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
-  // "http://127.0.0.1:<port>" (no trailing slash).
+  // The URL the server printed, "http://127.0.0.1:<port>" by default (no trailing slash).
   const std::string& base_url() const { return base_url_; }
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }

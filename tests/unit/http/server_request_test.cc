@@ -177,7 +177,18 @@ TEST(ServerRequestParser, StatusReasonsAreKnown) {
   EXPECT_EQ(status_reason(200), "OK");
   EXPECT_EQ(status_reason(404), "Not Found");
   EXPECT_EQ(status_reason(429), "Too Many Requests");
-  EXPECT_EQ(status_reason(299), "Unknown");
+  EXPECT_EQ(status_reason(415), "Unsupported Media Type");
+  EXPECT_EQ(status_reason(299), "Success");
+}
+
+// Every status sim serve can send has a phrase: --fault-error-codes takes any of 400..599.
+TEST(ServerRequestParser, EveryErrorStatusHasAReasonPhrase) {
+  for (int status = 400; status <= 599; ++status) {
+    EXPECT_NE(status_reason(status), "Unknown") << status;
+    EXPECT_FALSE(status_reason(status).empty()) << status;
+  }
+  EXPECT_EQ(status_reason(499), "Client Error");
+  EXPECT_EQ(status_reason(599), "Server Error");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "support/server_process.h"
@@ -79,6 +80,8 @@ struct Fixture {
   std::unique_ptr<HttpServer> server;
   std::atomic<int> aborts{0};
   std::atomic<int> requests{0};
+  std::mutex parked_mutex;
+  std::shared_ptr<Responder> parked;  // /parked's, never answered by the handler
 
   explicit Fixture(ServerOptions options = {}) {
     options.threads = 2;
@@ -122,6 +125,25 @@ struct Fixture {
       response.drop_connection = true;
     } else if (request.path == "/throw") {
       throw std::runtime_error("handler bug");
+    } else if (request.path == "/throw-escapes") {
+      throw std::runtime_error("bug \x1b[31m\nfake.yaml:1:1: error");
+    } else if (request.path == "/deferred") {
+      // Answered from another thread, the way sim serve answers after tokenizing off the loop.
+      std::shared_ptr<Responder> responder = context.defer();
+      std::string body = request.body;
+      std::thread([responder, body] {
+        responder->respond([body](RequestContext&) {
+          ServerResponse later;
+          later.content_type = "text/plain";
+          later.body = "later: " + body;
+          return later;
+        });
+      }).detach();
+      return ServerResponse::later();
+    } else if (request.path == "/parked") {
+      std::lock_guard lock(parked_mutex);
+      parked = context.defer();
+      return ServerResponse::later();
     } else {
       response.status = 404;
       response.body = openai_error_json(404, "no route", "NotFoundError");
@@ -167,8 +189,22 @@ TEST(HttpServer, ListensOnAHostNameAndNamesAnUnknownOne) {
   options.host = "no-such-host.invalid";
   auto failed = HttpServer::start(options, [](ServerRequest&, RequestContext&) { return ServerResponse{}; });
   ASSERT_FALSE(failed);
-  EXPECT_NE(failed.error().message().find("cannot listen on no-such-host.invalid"), std::string::npos)
+  EXPECT_NE(failed.error().message().find("cannot listen on http://no-such-host.invalid:0"), std::string::npos)
       << failed.error().message();
+}
+
+// An IPv6 address is named in brackets (it read "cannot listen on ::1:PORT").
+TEST(HttpServer, AnAddressInUseIsNamedAsAUrl) {
+  ServerOptions options;
+  options.host = "::1";
+  auto first = HttpServer::start(options, [](ServerRequest&, RequestContext&) { return ServerResponse{}; });
+  if (!first) GTEST_SKIP() << "no IPv6 loopback here: " << first.error().message();
+  options.port = (*first)->port();
+  auto second = HttpServer::start(options, [](ServerRequest&, RequestContext&) { return ServerResponse{}; });
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message().find("cannot listen on http://[::1]:" + std::to_string(options.port) + ": "),
+            std::string::npos)
+      << second.error().message();
 }
 
 // A request's arrival is when its first bytes reached the socket (the kernel's receive
@@ -429,6 +465,71 @@ TEST(HttpServer, ThrowingHandlerGets500AndServerSurvives) {
   auto next = client.read_response();
   ASSERT_TRUE(next);
   EXPECT_EQ(next->status, 200);
+}
+
+// A handler's exception is logged with the request's path and the message escaped: raw control
+// characters (an ESC, a newline forging a diagnostic line) never reach stderr.
+TEST(HttpServer, ThrowingHandlerIsLoggedEscaped) {
+  Fixture fixture;
+  auto client = connect(fixture.port());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(client.send(make_get("/throw-escapes?\xc2\x9b")));
+  auto response = client.read_response();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 500);
+  EXPECT_NE(err.find("bug \\x1b[31m\\nfake.yaml:1:1: error"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << err;  // one line
+}
+
+TEST(HttpServer, DeferredResponseIsSentWhenGivenAndTheConnectionGoesOn) {
+  Fixture fixture;
+  auto client = connect(fixture.port());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(client.send(make_post("/deferred", "abc")));
+    auto response = client.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "later: abc");
+  }
+  ASSERT_TRUE(client.send(make_get("/echo")));
+  auto next = client.read_response();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+}
+
+// A client that goes away while its answer is deferred: the Responder says so, and answering then
+// does nothing (no crash, no write to a reused connection).
+TEST(HttpServer, DeferredResponseAfterThePeerLeftIsDropped) {
+  Fixture fixture;
+  {
+    auto client = connect(fixture.port());
+    ASSERT_TRUE(client.send(make_get("/parked")));
+    while (fixture.requests.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::shared_ptr<Responder> parked;
+  for (int wait = 0; wait < 10000 && parked == nullptr; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard lock(fixture.parked_mutex);
+    parked = fixture.parked;
+  }
+  ASSERT_NE(parked, nullptr);
+  for (int wait = 0; wait < 10000 && !parked->abandoned(); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(parked->abandoned());
+  bool made = false;
+  parked->respond([&made](RequestContext&) {
+    made = true;
+    return ServerResponse();
+  });
+  auto client = connect(fixture.port());
+  ASSERT_TRUE(client.send(make_get("/echo")));
+  auto next = client.read_response();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+  EXPECT_FALSE(made);
 }
 
 TEST(HttpServer, AbortingSourceDropsConnectionMidBody) {
