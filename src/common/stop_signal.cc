@@ -1,6 +1,8 @@
 #include "common/stop_signal.h"
 
 #include <cassert>
+#include <chrono>
+#include <thread>
 
 namespace ix {
 namespace {
@@ -45,6 +47,12 @@ const std::atomic<bool>& StopSignals::flag() {
 
 int StopSignals::signal() {
   return g_first_signal.load();
+}
+
+int StopSignals::wait() {
+  // The handler only sets flags (async-signal-safe); a short poll notices them within 20 ms.
+  while (!stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return signal();
 }
 
 }  // namespace ix

@@ -26,6 +26,8 @@ class StopSignals {
   // The first signal received, or 0.
   static int signal();
   static bool stopped() { return signal() != 0; }
+  // Blocks until the first stop signal and returns it (a server's main thread: `sim serve`).
+  static int wait();
 
  private:
   static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};

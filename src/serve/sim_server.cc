@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "common/sanitize.h"
+#include "common/stop_signal.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "serve/openai_request.h"
@@ -1172,13 +1173,8 @@ void SimServer::stop() {
 
 Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr<sim::LiveEngine> engine,
                                  std::unique_ptr<TextCodec> codec) {
-  // Block the signals before any thread starts, so every thread inherits the mask and the main
-  // thread alone receives them in sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT, SIGTERM and SIGHUP stop the server (the first; a third kills), as every command.
+  StopSignals stop_signals;
   signal(SIGPIPE, SIG_IGN);
   int64_t open_files = http::raise_open_file_limit();
 
@@ -1191,8 +1187,7 @@ Result<void> run_until_signalled(const SimServeOptions& options, std::unique_ptr
   std::fflush(stdout);
   log::info("sim serve: model '{}', {}; {}; open-file limit {}", printable(options.model_name),
             printable(options.engine_description), printable(codec_description), open_files);
-  int received = 0;
-  sigwait(&signals, &received);
+  const int received = StopSignals::wait();
   log::info("sim serve: signal {} received, stopping", received);
   (*server)->stop();
   return {};

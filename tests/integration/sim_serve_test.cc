@@ -1,5 +1,6 @@
 // The real `ixbench sim serve` binary: startup line, every mode (no-delay, fixed schedule, cost
 // model), fault flags, flag errors, and a clean exit on SIGTERM.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -521,6 +522,19 @@ TEST(SimServe, SigtermWhileAPromptTokenizesExitsCleanly) {
       make_post("/v1/completions", R"({"prompt":")" + std::string(1'000'000, 'a') + R"(","max_tokens":1})")));
   EXPECT_EQ(request(*server, make_get("/health")).status, 200);  // a round trip while it is read or tokenized
   EXPECT_EQ(server->stop(30.0), 0) << server->stderr_text();
+}
+
+// SIGINT, SIGTERM and SIGHUP (a lost ssh session) stop the server through the one stop-signal
+// handler: a clean exit 0 that says which signal.
+TEST(SimServe, EveryStopSignalStopsTheServerCleanly) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    auto server = start({"--no-delay", "--tokenizer", "none"});
+    ASSERT_TRUE(server);
+    EXPECT_EQ(request(*server, make_get("/health")).status, 200);
+    EXPECT_EQ(server->stop(10.0, sig), 0) << sig << ": " << server->stderr_text();
+    EXPECT_NE(server->stderr_text().find(fmt::format("signal {} received, stopping", sig)), std::string::npos)
+        << server->stderr_text();
+  }
 }
 
 // An IPv6 host is printed in brackets, as a URL has it ("http://::1:PORT" is no URL).

@@ -118,9 +118,9 @@ std::string ServerProcess::stderr_text() {
   return read_all("/proc/self/fd/" + std::to_string(stderr_fd_));
 }
 
-int ServerProcess::stop(double timeout_s) {
+int ServerProcess::stop(double timeout_s, int signal) {
   if (pid_ <= 0 || reaped_) return exit_status_;
-  kill(pid_, SIGTERM);
+  kill(pid_, signal);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   while (std::chrono::steady_clock::now() < deadline) {

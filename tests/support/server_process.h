@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,9 +41,9 @@ class ServerProcess {
 
   // Everything the child wrote to stderr so far (drained without blocking).
   std::string stderr_text();
-  // Sends SIGTERM and waits up to `timeout_s` for exit; returns the exit status (or -1 when it had
-  // to be killed). Idempotent.
-  int stop(double timeout_s = 5.0);
+  // Sends `signal` (SIGTERM by default) and waits up to `timeout_s` for exit; returns the exit
+  // status (or -1 when it had to be killed). Idempotent.
+  int stop(double timeout_s = 5.0, int signal = SIGTERM);
 
  private:
   ServerProcess() = default;
