@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "sim/fit.h"
 
@@ -50,7 +51,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   // now, not after the work.
   for (const auto& [flag, path] : {std::pair{"--out", flags.out}, std::pair{"--residuals-csv", flags.residuals_csv}}) {
     if (path.empty()) continue;
-    if (auto ok = json::check_writable(path); !ok) return report_error(ok.error().with_context(flag));
+    if (auto ok = files::check_writable(path); !ok) return report_error(ok.error().with_context(flag));
   }
   std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
@@ -100,11 +101,11 @@ int run_calibrate(const CalibrateFlags& flags) {
   // are printed either way.
   std::optional<Error> write_error;
   auto write_or_keep = [&](const std::string& flag, const std::string& path, const std::string& text) {
-    auto ok = json::write_file(path, text);
+    auto ok = files::write_file(path, text);
     if (ok || write_error) return;
-    const auto fallback = json::temp_fallback_path(path);
+    const auto fallback = files::temp_fallback_path(path);
     write_error = ok.error().with_context(
-        !fallback.empty() && json::write_file(fallback, text)
+        !fallback.empty() && files::write_file(fallback, text)
             ? fmt::format("{}: cannot write {} (saved to {} instead)", flag, path, fallback.string())
             : fmt::format("{}: cannot write {}", flag, path));
   };
