@@ -66,7 +66,8 @@ Result<void> write_both(const BenchServeOptions& o, const std::filesystem::path&
     return result;
   }
   if (!detailed)
-    return fail(detailed.error().with_context(fmt::format("wrote the result to {}, but", printable(target.string()))));
+    return fail(detailed.error().code(),
+                fmt::format("wrote the result to {}, but {}", printable(target.string()), detailed.error().message()));
   return {};
 }
 
