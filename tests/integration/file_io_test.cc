@@ -244,3 +244,30 @@ TEST(InputFiles, SimPredictReadsABoundedRowFile) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+TEST(OutputFiles, SimCalibrateWritesToStandardOutputWithTheTablesOnStderr) {
+  const std::string csv = ix::testing::shared_path("data/calibration/measured_dsr1.csv");
+  if (csv.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/calibration/measured_dsr1.csv");
+  const auto dir = scratch("calibrate_stdout");
+  std::istringstream all(slurp(csv));
+  std::ofstream six(dir / "six.csv");
+  std::string line;
+  for (int i = 0; i < 7 && std::getline(all, line); ++i) six << line << "\n";
+  six.close();
+  auto r = run_ixbench(
+      {"sim", "calibrate", "--csv", (dir / "six.csv").string(), "--out", "-", "--iterations", "1", "--quiet"}, "",
+      120.0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto fitted = json::parse(r.out);
+  ASSERT_TRUE(fitted && fitted->is_object()) << r.out.substr(0, 300);
+  EXPECT_TRUE(fitted->as_object().contains("schema_version"));
+  EXPECT_NE(r.err.find("points: 6 simulated"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists("-"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ix
