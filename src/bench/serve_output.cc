@@ -61,10 +61,9 @@ Result<void> write_both(const BenchServeOptions& o, const std::filesystem::path&
   auto result = put_or_keep(o.append_result, target, result_text, "the result");
   if (!o.save_detailed) return result;
   auto detailed = put_or_keep(o.append_result, detailed_path(target), detailed_text, "the per-request records");
-  if (!result) {
-    if (!detailed) log::error("bench serve: {}", detailed.error().message());
-    return result;
-  }
+  if (!result && !detailed)
+    return fail(result.error().code(), fmt::format("{}; and {}", result.error().message(), detailed.error().message()));
+  if (!result) return result;
   if (!detailed)
     return fail(detailed.error().code(),
                 fmt::format("wrote the result to {}, but {}", printable(target.string()), detailed.error().message()));

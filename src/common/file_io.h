@@ -31,6 +31,7 @@ inline constexpr size_t kMiB = size_t{1} << 20;
 inline constexpr size_t kMaxConfigFileBytes = 64 * kMiB;      // YAML configs, sweep rows, catalogs, CSVs, templates
 inline constexpr size_t kMaxTokenizerFileBytes = 512 * kMiB;  // tokenizer.json (real ones are 10-30 MB)
 inline constexpr size_t kMaxResultFileBytes = 512 * kMiB;     // result JSON / JSONL files (report, --append-result)
+inline constexpr size_t kMaxTextInputBytes = 512 * kMiB;      // text to tokenize (`tokenize` reads stdin)
 // A FIFO given as an input is refused when no data arrives for this long (no writer attached).
 inline constexpr int kPipeIdleTimeoutMs = 5000;
 // A FIFO given as an output must have a reader within this long.
