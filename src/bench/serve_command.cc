@@ -491,7 +491,7 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   if (auto stopped = stopped_before_run()) return *stopped;
   if (!workload) return std::unexpected(workload.error());
   if (plan->save) {
-    if (auto dir = result_directory(o.result_dir, o.result_filename); !dir) return std::unexpected(dir.error());
+    if (auto ok = check_result_target(o); !ok) return std::unexpected(ok.error());
   }
   ServeRunnerOptions run = runner_options(o, *plan, **workload);
   log_start(o, *plan, run);
@@ -515,8 +515,10 @@ Result<int> run_bench_serve(const BenchServeOptions& o) {
   Result<void> saved;
   if (plan->save) saved = save_result(o, *plan, result, output->records, output->start_ns);
   // The summary is printed even when the file could not be written: it is all that is left.
-  fmt::print("{}", metrics::format_serve_summary(result));
-  std::fflush(stdout);
+  // With the result on stdout the summary goes to stderr, so stdout is the JSON alone.
+  std::FILE* summary = plan->save && result_on_stdout(o) ? stderr : stdout;
+  fmt::print(summary, "{}", metrics::format_serve_summary(result));
+  std::fflush(summary);
   if (!saved) return std::unexpected(saved.error());
   if (output->fatal) return std::unexpected(output->fatal->with_context("bench serve stopped early"));
   const boost::json::object& own = result.at("ixbench").as_object();

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/log.h"
 #include "common/sanitize.h"
@@ -31,19 +32,41 @@ std::string detailed_lines(const std::vector<metrics::RequestRecord>& records, i
 // --append-result adds one line to what the file holds (rewritten atomically, so a failed write
 // never loses the results already there); the detailed JSONL grows the same way.
 Result<void> put(bool append, const std::filesystem::path& target, std::string_view text) {
-  if (!append) return json::write_file(target, text);
+  if (!append) return files::write_file(target, text);
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  return json::append_line(target, text);
+  return files::append_line(target, text);
 }
 
-Result<void> write_to(const BenchServeOptions& o, const std::filesystem::path& target, const std::string& result_text,
-                      const std::string& detailed_text) {
-  if (auto ok = put(o.append_result, target, result_text); !ok) return ok;
-  log::info("bench serve: {} {}", o.append_result ? "appended to" : "wrote", target.string());
-  if (!o.save_detailed) return {};
-  const std::filesystem::path detailed = detailed_path(target);
-  if (auto ok = put(o.append_result, detailed, detailed_text); !ok) return ok;
-  log::info("bench serve: wrote {}", detailed.string());
+// Writes one file, else keeps `text` in the temporary directory; the error says which.
+Result<void> put_or_keep(bool append, const std::filesystem::path& target, std::string_view text,
+                         std::string_view what) {
+  auto ok = put(append, target, text);
+  if (ok) {
+    log::info("bench serve: {} {}", append ? "appended to" : "wrote", printable(target.string()));
+    return {};
+  }
+  const std::filesystem::path fallback = files::temp_fallback_path(target);
+  if (!fallback.empty() && put(append, fallback, text)) {
+    return fail(ok.error().with_context(fmt::format("cannot write {} to {} (saved to {} instead)", what,
+                                                    printable(target.string()), fallback.string())));
+  }
+  return fail(ok.error().with_context(
+      fmt::format("cannot write {} to {} (nor to the temporary directory)", what, printable(target.string()))));
+}
+
+// The result and the per-request JSONL are written independently: one failing never costs the
+// other, and the error names the one that failed.
+Result<void> write_both(const BenchServeOptions& o, const std::filesystem::path& target, const std::string& result_text,
+                        const std::string& detailed_text) {
+  auto result = put_or_keep(o.append_result, target, result_text, "the result");
+  if (!o.save_detailed) return result;
+  auto detailed = put_or_keep(o.append_result, detailed_path(target), detailed_text, "the per-request records");
+  if (!result && !detailed)
+    return fail(result.error().code(), fmt::format("{}; and {}", result.error().message(), detailed.error().message()));
+  if (!result) return result;
+  if (!detailed)
+    return fail(detailed.error().code(),
+                fmt::format("wrote the result to {}, but {}", printable(target.string()), detailed.error().message()));
   return {};
 }
 
@@ -57,34 +80,61 @@ std::string python_float_str(double value) {
   return s;
 }
 
-Result<std::filesystem::path> result_directory(const std::string& result_dir, const std::string& filename) {
-  std::filesystem::path dir = result_dir;
-  if (const auto sub = std::filesystem::path(filename).parent_path(); !sub.empty()) dir /= sub;
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  if (!filename.empty()) {
-    // "sub/" was taken for a directory to create before the run and failed at the write after it.
-    if (const auto leaf = std::filesystem::path(filename).filename(); leaf.empty() || leaf == "." || leaf == "..") {
-      return fail(ErrorCode::kInvalidArgument,
-                  fmt::format("--result-filename: '{}' names a directory, not a file (e.g. '{}result.json')", filename,
-                              leaf.empty() ? filename : filename + "/"));
-    }
-    const std::filesystem::path target = std::filesystem::path(result_dir) / filename;
-    if (std::filesystem::is_directory(target, ec)) {
-      return fail(ErrorCode::kInvalidArgument,
-                  fmt::format("--result-filename: '{}' is a directory; name a file", target.string()));
-    }
+std::filesystem::path result_path(const BenchServeOptions& o, const std::string& name) {
+  if (name == files::kStdioName || o.result_dir.empty()) return name;
+  return std::filesystem::path(o.result_dir) / name;
+}
+
+bool result_on_stdout(const BenchServeOptions& o) {
+  return !o.result_filename.empty() && files::is_stdout(result_path(o, o.result_filename));
+}
+
+namespace {
+
+// --result-filename "sub/" was taken for a directory to create before the run and failed at the
+// write after it.
+Result<void> check_file_name(const std::string& filename) {
+  const auto leaf = std::filesystem::path(filename).filename();
+  if (!leaf.empty() && leaf != "." && leaf != "..") return {};
+  return fail(ErrorCode::kInvalidArgument,
+              fmt::format("--result-filename: '{}' names a directory, not a file (e.g. '{}result.json')",
+                          printable(filename), leaf.empty() ? printable(filename) : printable(filename) + "/"));
+}
+
+}  // namespace
+
+Result<void> check_result_target(const BenchServeOptions& o) {
+  const std::string& filename = o.result_filename;
+  if (result_on_stdout(o)) {
+    if (!o.save_detailed) return {};
+    return fail(ErrorCode::kInvalidArgument,
+                "--save-detailed writes <result>.requests.jsonl beside the result file, and --result-filename "
+                "names standard output: give --result-filename a file name, or drop --save-detailed");
   }
+  if (!filename.empty()) {
+    if (auto ok = check_file_name(filename); !ok) return ok;
+  }
+  const std::filesystem::path target = result_path(o, filename);
+  std::error_code ec;
+  if (!filename.empty() && std::filesystem::is_directory(target, ec)) {
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--result-filename: '{}' is a directory; name a file", printable(target.string())));
+  }
+  std::filesystem::path dir = filename.empty() ? std::filesystem::path(o.result_dir) : target.parent_path();
+  if (dir.empty()) dir = ".";
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return fail(ErrorCode::kInvalidArgument,
-                fmt::format("--result-dir: cannot create '{}': {}", dir.string(), ec.message()));
+                fmt::format("--result-dir: cannot create '{}': {}", printable(dir.string()), ec.message()));
   }
-  // The file name may be derived only after the run (vLLM's naming has the date): probe the
-  // directory with a file of our own.
-  if (auto ok = json::check_writable(dir / fmt::format(".ixbench-write-probe-{}", ::getpid())); !ok)
-    return fail(ok.error().with_context("--result-dir"));
-  return dir;
+  // Without --result-filename the name has the date, known only after the run: the directory is
+  // probed instead of the file.
+  if (filename.empty()) {
+    if (auto ok = files::check_directory_writable(dir); !ok) return fail(ok.error().with_context("--result-dir"));
+    return {};
+  }
+  if (auto ok = files::check_writable(target); !ok) return fail(ok.error().with_context("--result-filename"));
+  return {};
 }
 
 std::string result_file_name(const BenchServeOptions& o, const ServePlan& plan, const std::string& date) {
@@ -100,26 +150,15 @@ std::string result_file_name(const BenchServeOptions& o, const ServePlan& plan, 
 
 Result<void> save_result(const BenchServeOptions& o, const ServePlan& plan, const boost::json::object& result,
                          const std::vector<metrics::RequestRecord>& records, int64_t origin_ns) {
-  const std::string name = result_file_name(o, plan, std::string(result.at("date").as_string()));
   const std::filesystem::path path =
-      o.result_dir.empty() ? std::filesystem::path(name) : std::filesystem::path(o.result_dir) / name;
+      result_path(o, result_file_name(o, plan, std::string(result.at("date").as_string())));
   const std::string result_text = json::to_string(result);
   const std::string detailed_text = o.save_detailed ? detailed_lines(records, origin_ns) : std::string();
-  // The directory was checked before the run; it may have gone since (recreated), or be
-  // unwritable now: then the measurements go to the temporary directory rather than nowhere.
-  Result<void> written;
-  if (auto dir = result_directory(o.result_dir, name); !dir) {
-    written = std::unexpected(dir.error());
-  } else {
-    written = write_to(o, path, result_text, detailed_text);
-  }
-  if (written) return {};
-  const std::filesystem::path fallback = json::temp_fallback_path(path);
-  if (!fallback.empty() && write_to(o, fallback, result_text, detailed_text))
-    return fail(written.error().with_context(
-        fmt::format("cannot write the result to {} (saved to {} instead)", path.string(), fallback.string())));
-  return fail(written.error().with_context(
-      fmt::format("cannot write the result to {} (only the console summary is left)", path.string())));
+  // The directory was checked before the run; it may have gone since: it is created again, and a
+  // write that fails anyway keeps the measurements in the temporary directory.
+  std::error_code ec;
+  if (!files::is_stdout(path) && path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  return write_both(o, path, result_text, detailed_text);
 }
 
 int exit_status(const BenchServeOptions& o, const RunVerdict& v, const boost::json::object& result) {

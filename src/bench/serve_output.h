@@ -16,10 +16,18 @@
 
 namespace ix::bench {
 
-// The directory a result file named `filename` goes to (in `result_dir`, or the working
-// directory): created when missing, and probed by creating and removing a file in it. Checked
-// before the run, so a long run is never lost to a typo.
-Result<std::filesystem::path> result_directory(const std::string& result_dir, const std::string& filename);
+// Where the result named `name` goes: `name` in --result-dir (or the working directory); "-"
+// (standard output) stays "-".
+std::filesystem::path result_path(const BenchServeOptions& options, const std::string& name);
+
+// Whether --result-filename names standard output ("-", /dev/stdout): then the console summary
+// goes to stderr, so stdout holds the JSON only.
+bool result_on_stdout(const BenchServeOptions& options);
+
+// Checked before the run, so a long run is never lost to a typo or a full disk: the result's
+// directory is created when missing and takes a probe file (files::check_writable); a FIFO or
+// device is writable; --save-detailed with the result on standard output is refused.
+Result<void> check_result_target(const BenchServeOptions& options);
 
 // --result-filename, else vLLM's name: {label}-{rate}qps[-concurrency{N}]-{model}-{date}.json
 // (a ramp-up: {label}-ramp-up-{strategy}-{start}qps-{end}qps...).

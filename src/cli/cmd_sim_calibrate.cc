@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "sim/fit.h"
 
@@ -50,7 +51,7 @@ int run_calibrate(const CalibrateFlags& flags) {
   // now, not after the work.
   for (const auto& [flag, path] : {std::pair{"--out", flags.out}, std::pair{"--residuals-csv", flags.residuals_csv}}) {
     if (path.empty()) continue;
-    if (auto ok = json::check_writable(path); !ok) return report_error(ok.error().with_context(flag));
+    if (auto ok = files::check_writable(path); !ok) return report_error(ok.error().with_context(flag));
   }
   std::optional<sim::RowJoin> join;
   if (!flags.sweep_rows.empty()) {
@@ -100,11 +101,11 @@ int run_calibrate(const CalibrateFlags& flags) {
   // are printed either way.
   std::optional<Error> write_error;
   auto write_or_keep = [&](const std::string& flag, const std::string& path, const std::string& text) {
-    auto ok = json::write_file(path, text);
+    auto ok = files::write_file(path, text);
     if (ok || write_error) return;
-    const auto fallback = json::temp_fallback_path(path);
+    const auto fallback = files::temp_fallback_path(path);
     write_error = ok.error().with_context(
-        !fallback.empty() && json::write_file(fallback, text)
+        !fallback.empty() && files::write_file(fallback, text)
             ? fmt::format("{}: cannot write {} (saved to {} instead)", flag, path, fallback.string())
             : fmt::format("{}: cannot write {}", flag, path));
   };
@@ -121,26 +122,28 @@ int run_calibrate(const CalibrateFlags& flags) {
     }
     write_or_keep("--residuals-csv", flags.residuals_csv, text);
   }
-  std::cout << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
-  for (const auto& line : report->skipped) std::cout << "  skipped " << line << "\n";
+  // With a file on standard output ("-") the tables go to stderr, so stdout holds the file alone.
+  std::ostream& tables = files::is_stdout(flags.out) || files::is_stdout(flags.residuals_csv) ? std::cerr : std::cout;
+  tables << fmt::format("points: {} simulated, {} skipped\n", report->residuals.size(), report->skipped.size());
+  for (const auto& line : report->skipped) tables << "  skipped " << line << "\n";
   if (flags.evaluate) {
-    std::cout << "\nBuilt-in calibration on these points (nothing fitted): median absolute relative error\n\n"
-              << sim::residual_table(*report, true);
+    tables << "\nBuilt-in calibration on these points (nothing fitted): median absolute relative error\n\n"
+           << sim::residual_table(*report, true);
   } else if (holding_out) {
-    std::cout << "\nHeld-out points (not used for fitting): median absolute relative error\n\n"
-              << sim::residual_table(*report, true);
+    tables << "\nHeld-out points (not used for fitting): median absolute relative error\n\n"
+           << sim::residual_table(*report, true);
     const char* fitting = flags.holdout_series < 2 ? "lowest and highest concurrency of each series"
                           : flags.holdout          ? "lowest and highest concurrency of the series not held out"
                                                    : "every concurrency of the series not held out";
-    std::cout << "\nFitting points (" << fitting << ")\n\n";
+    tables << "\nFitting points (" << fitting << ")\n\n";
     sim::FitReport fitted_report;
     for (const auto& r : report->residuals)
       if (r.fitted) fitted_report.residuals.push_back(r);
-    std::cout << sim::residual_table(fitted_report, false);
+    tables << sim::residual_table(fitted_report, false);
   } else {
-    std::cout << "\nAll points (in-sample): median absolute relative error\n\n" << sim::residual_table(*report, false);
+    tables << "\nAll points (in-sample): median absolute relative error\n\n" << sim::residual_table(*report, false);
   }
-  std::cout.flush();
+  tables.flush();
   if (write_error) return report_error(*write_error);
   return kExitOk;
 }

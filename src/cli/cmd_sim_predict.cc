@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/strings.h"
 #include "metrics/statistics.h"
@@ -212,16 +213,9 @@ int run_predict(const PredictFlags& flags) {
   std::string row_text = flags.row;
   std::string scenario_type;
   if (!flags.row_file.empty()) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(flags.row_file, ec))
-      return report_error(
-          Error(ErrorCode::kInvalidArgument, fmt::format("--row-file '{}' is a directory", flags.row_file)));
-    std::ifstream in(flags.row_file);
-    if (!in)
-      return report_error(Error(ErrorCode::kNotFound, fmt::format("cannot read --row-file '{}'", flags.row_file)));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    row_text = buffer.str();
+    auto text = files::read_text_file(flags.row_file, files::kMaxConfigFileBytes, "a sweep row JSON file");
+    if (!text) return report_error(text.error().with_context("--row-file"));
+    row_text = std::move(*text);
     if (row_text.find_first_not_of(" \t\r\n") == std::string::npos)
       return report_error(Error(ErrorCode::kParse, fmt::format("--row-file '{}' is empty", flags.row_file)));
   }
@@ -293,7 +287,7 @@ int run_predict(const PredictFlags& flags) {
           Error(ErrorCode::kIo, fmt::format("cannot create --result-dir '{}': {}", flags.result_dir, ec.message())));
     for (const auto& point : *points) {
       auto path = std::filesystem::path(flags.result_dir) / result_file_name(*engine, options, point.conc);
-      if (auto ok = json::write_file(path, json::to_pretty_string(point.result)); !ok) return report_error(ok.error());
+      if (auto ok = files::write_file(path, json::to_pretty_string(point.result)); !ok) return report_error(ok.error());
     }
   }
   if (flags.format == "table") {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/file_io.h"
 #include "common/utf8.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -31,22 +32,12 @@ struct TokenizeOptions {
   std::string thinking = "default";
 };
 
-// All of stdin; a read error (stdin closed, or a directory redirected to it) is an error, not
-// an empty text.
+// All of stdin (capped); a read error (stdin closed, or a directory redirected to it) is an
+// error, not an empty text.
 Result<std::string> read_stdin() {
-  std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
-    if (n > 0) {
-      text.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0) {
-      return text;
-    } else if (errno != EINTR) {
-      return fail(ErrorCode::kIo, fmt::format("cannot read the text from stdin: {} (pipe or redirect a text file)",
-                                              std::strerror(errno)));
-    }
-  }
+  auto text = files::read_text_file(files::kStdioName, files::kMaxTextInputBytes, "the text to tokenize");
+  if (!text) return fail(text.error().with_context("cannot read the text from stdin (pipe or redirect a text file)"));
+  return text;
 }
 
 Result<std::vector<int32_t>> parse_ids(std::string_view text) {

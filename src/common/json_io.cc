@@ -1,15 +1,9 @@
 #include "common/json_io.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <sstream>
-#include <system_error>
 
 namespace ix::json {
 namespace {
@@ -111,18 +105,10 @@ Result<boost::json::value> parse(std::string_view text, std::string_view source_
   return parser.release();
 }
 
-Result<boost::json::value> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; expected a JSON file", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return fail(ErrorCode::kNotFound,
-                fmt::format("cannot open '{}': {}", path.string(), std::generic_category().message(errno)));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), path.string());
+Result<boost::json::value> read_file(const std::filesystem::path& path, size_t max_bytes, std::string_view what) {
+  auto text = files::read_text_file(path, max_bytes, what);
+  if (!text) return std::unexpected(text.error());
+  return parse(*text, path.string());
 }
 
 std::string to_string(const boost::json::value& value) {
@@ -136,70 +122,6 @@ std::string to_pretty_string(const boost::json::value& value) {
   append(out, value, 2, 0);
   out += '\n';
   return out;
-}
-
-Result<void> write_file(const std::filesystem::path& path, std::string_view content) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return fail(ErrorCode::kIo,
-                  fmt::format("cannot write '{}': {}", tmp.string(), std::generic_category().message(errno)));
-    }
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) return fail(ErrorCode::kIo, fmt::format("write to '{}' failed", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return fail(ErrorCode::kIo,
-                fmt::format("cannot rename '{}' to '{}': {}", tmp.string(), path.string(), ec.message()));
-  }
-  return {};
-}
-
-Result<void> append_line(const std::filesystem::path& path, std::string_view content) {
-  std::string text;
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return fail(ErrorCode::kIo, fmt::format("cannot read '{}' to append to it: {}", path.string(),
-                                              std::generic_category().message(errno)));
-    }
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) return fail(ErrorCode::kIo, fmt::format("read of '{}' failed", path.string()));
-  }
-  if (!text.empty()) text += '\n';
-  text += content;
-  return write_file(path, text);
-}
-
-Result<void> check_writable(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; name a file", path.string()));
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  const bool existed = std::filesystem::exists(tmp, ec);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::app);
-    if (!out) {
-      return fail(ErrorCode::kIo,
-                  fmt::format("cannot write '{}': {}", tmp.string(), std::generic_category().message(errno)));
-    }
-  }
-  if (!existed) std::filesystem::remove(tmp, ec);
-  return {};
-}
-
-std::filesystem::path temp_fallback_path(const std::filesystem::path& intended) {
-  std::error_code ec;
-  const auto dir = std::filesystem::temp_directory_path(ec);
-  if (ec) return {};
-  return dir / fmt::format("ixbench-{}-{}", ::getpid(), intended.filename().string());
 }
 
 Result<const boost::json::value*> field(const boost::json::object& object, std::string_view key) {

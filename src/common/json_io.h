@@ -12,35 +12,20 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/file_io.h"
 
 namespace ix::json {
 
 Result<boost::json::value> parse(std::string_view text, std::string_view source_name = "<json>");
-Result<boost::json::value> read_file(const std::filesystem::path& path);
+// Parses a file read through files::read_text_file() (capped at `max_bytes`; "-" is stdin).
+// Writing goes through common/file_io.h.
+Result<boost::json::value> read_file(const std::filesystem::path& path, size_t max_bytes = files::kMaxResultFileBytes,
+                                     std::string_view what = "a JSON file");
 
 // Compact single-line form.
 std::string to_string(const boost::json::value& value);
 // Indented form (2 spaces), newline-terminated.
 std::string to_pretty_string(const boost::json::value& value);
-
-// Writes atomically: to `path.tmp`, then rename, so a crash never leaves half a result file.
-Result<void> write_file(const std::filesystem::path& path, std::string_view content);
-
-// Appends `content` to the file (created when missing), after a newline when the file is not
-// empty: vLLM's --append-result layout (one JSON document per line). The whole file is rewritten
-// through write_file, so a crash mid-write never damages the results already in it. Errors:
-// kIo (unreadable or unwritable file).
-Result<void> append_line(const std::filesystem::path& path, std::string_view content);
-
-// Whether write_file(path, ...) can succeed: `path` is not a directory and its `path.tmp` can be
-// created (it is removed again). For commands that write only after a long computation, so a bad
-// path fails at once instead of after the work.
-Result<void> check_writable(const std::filesystem::path& path);
-
-// Where a file meant for `intended` goes when that cannot be written, so measured or fitted data
-// is kept: <temporary directory>/ixbench-<pid>-<file name>; empty when there is no temporary
-// directory.
-std::filesystem::path temp_fallback_path(const std::filesystem::path& intended);
 
 // Typed field access with a clear error naming the field ("missing field 'model'" / "field
 // 'max_tokens' must be an integer").

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <initializer_list>
 #include <sstream>
 #include <system_error>
 
+#include "common/file_io.h"
 #include "common/sanitize.h"
 
 namespace ix::config {
@@ -712,31 +712,6 @@ std::optional<MasterConfig> read_config(const YamlNode& key_node, const YamlNode
   return config;
 }
 
-Result<std::string> read_text(const std::filesystem::path& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    return fail(ErrorCode::kNotFound, fmt::format("{}: file does not exist (check the path; it is resolved from the "
-                                                  "current directory)",
-                                                  path.string()));
-  }
-  if (std::filesystem::is_directory(path, error)) {
-    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, expected a YAML file", path.string()));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::kIo, fmt::format("{}: cannot open for reading", path.string()));
-  // Read in pieces up to a bound: /dev/zero or a mistaken binary must not exhaust memory.
-  constexpr size_t kMaxConfigBytes = size_t{256} << 20;
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes)
-      return fail(ErrorCode::kInvalidArgument, fmt::format("{}: larger than {} MiB; is this a master config?",
-                                                           path.string(), kMaxConfigBytes >> 20));
-  }
-  return text;
-}
-
 // Where a config key is defined, whether or not its config is valid: a key defined in two files is
 // a problem of its own, reported beside whatever else is wrong with either definition.
 struct KeyDefinition {
@@ -1025,7 +1000,7 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
       }
       seen.emplace_back(canonical, path.string());
     }
-    auto text = read_text(path);
+    auto text = files::read_text_file(path, files::kMaxConfigFileBytes, "a master config YAML file");
     if (!text) {
       report.diagnostics.push_back(file_diagnostic(path.string(), text.error()));
       continue;
@@ -1034,7 +1009,7 @@ ValidationReport validate_files(std::span<const std::filesystem::path> config_fi
     for (auto& config : configs) all.push_back(std::move(config));
   }
   if (runner_file) {
-    auto text = read_text(*runner_file);
+    auto text = files::read_text_file(*runner_file, files::kMaxConfigFileBytes, "a runner config YAML file");
     if (!text) {
       Diagnostic diagnostic = file_diagnostic(runner_file->string(), text.error());
       if (text.error().code() == ErrorCode::kNotFound) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/strings.h"
 
@@ -297,11 +298,7 @@ Result<void> check_unique_names(const std::vector<Spec>& specs, std::string_view
 }
 
 Result<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open catalog file '{}'", path.string()));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return files::read_text_file(path, files::kMaxConfigFileBytes, "a catalog JSON file");
 }
 
 }  // namespace
@@ -401,17 +398,19 @@ Result<Catalog> Catalog::parse(const std::string& hardware_json, const std::stri
   return catalog;
 }
 
-CatalogFile optional_catalog_file(const std::string& catalog_dir, const std::string& name, const char* embedded) {
+Result<CatalogFile> optional_catalog_file(const std::string& catalog_dir, const std::string& name,
+                                          const char* embedded) {
   if (!catalog_dir.empty()) {
     const std::filesystem::path path = std::filesystem::path(catalog_dir) / name;
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream buffer;
-      buffer << in.rdbuf();
-      return {buffer.str(), path.string()};
+    // A missing optional file falls back to the embedded one; any other failure is an error.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      auto text = files::read_text_file(path, files::kMaxConfigFileBytes, "a catalog JSON file");
+      if (!text) return fail(text.error());
+      return CatalogFile{std::move(*text), path.string()};
     }
   }
-  return {embedded, "data/catalog/" + name};
+  return CatalogFile{embedded, "data/catalog/" + name};
 }
 
 Result<Catalog> Catalog::builtin() {

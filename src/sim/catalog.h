@@ -131,11 +131,13 @@ const char* embedded_recipes_json();  // data/catalog/recipes.json: SGLang recip
 
 // An optional catalog file (calibration.json, recipes.json): `catalog_dir`/`name` when a directory
 // is given and holds that file, else the embedded text (a directory may override only some files).
-// `origin` names where the text came from, for error messages.
+// `origin` names where the text came from, for error messages. Errors: the file is there but
+// cannot be read (files::read_text_file's errors).
 struct CatalogFile {
   std::string text;
   std::string origin;
 };
-CatalogFile optional_catalog_file(const std::string& catalog_dir, const std::string& name, const char* embedded);
+Result<CatalogFile> optional_catalog_file(const std::string& catalog_dir, const std::string& name,
+                                          const char* embedded);
 
 }  // namespace ix::sim

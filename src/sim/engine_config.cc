@@ -348,8 +348,9 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
   if (calibration != nullptr) {
     table = *calibration;
   } else {
-    const CatalogFile file = optional_catalog_file(config.catalog_dir, "calibration.json", embedded_calibration_json());
-    auto parsed = CalibrationTable::parse(file.text, file.origin);
+    auto file = optional_catalog_file(config.catalog_dir, "calibration.json", embedded_calibration_json());
+    if (!file) return fail(file.error());
+    auto parsed = CalibrationTable::parse(file->text, file->origin);
     if (!parsed) return fail(parsed.error());
     table = std::move(*parsed);
   }

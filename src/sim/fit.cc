@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/file_io.h"
 #include "metrics/statistics.h"
 #include "sim/engine_core.h"
 #include "sim/predict.h"
@@ -379,13 +380,11 @@ std::vector<Simulated> simulate_all(const std::vector<MeasuredPoint>& points, co
 }  // namespace
 
 Result<CsvLoad> load_measured_csv(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return fail(ErrorCode::kInvalidArgument, fmt::format("'{}' is a directory; --csv takes a measured CSV file such as "
-                                                         "../shared/data/calibration/measured_dsr1.csv",
-                                                         path));
-  std::ifstream in(path);
-  if (!in) return fail(ErrorCode::kNotFound, fmt::format("cannot open measured CSV '{}'", path));
+  auto text =
+      files::read_text_file(path, files::kMaxConfigFileBytes,
+                            "a measured CSV file (--csv), such as ../shared/data/calibration/measured_dsr1.csv");
+  if (!text) return fail(text.error());
+  std::istringstream in(*text);
   std::string line;
   if (!std::getline(in, line)) return fail(ErrorCode::kParse, fmt::format("{}: empty file", path));
   std::map<std::string, size_t> columns;

@@ -170,7 +170,10 @@ Result<RecipeLimits> recipe_limits(const boost::json::value& value, const std::s
 // "decode": {...}, "source": ...}]}; a row's CONFIG_FILE value is looked up as written.
 Result<std::optional<boost::json::value>> catalog_recipe(const std::string& catalog_dir,
                                                          const std::string& config_file) {
-  auto parse = [](const CatalogFile& file) { return json::parse(file.text, file.origin); };
+  auto parse = [](const Result<CatalogFile>& file) -> Result<boost::json::value> {
+    if (!file) return fail(file.error());
+    return json::parse(file->text, file->origin);
+  };
   static const Result<boost::json::value> builtin =
       parse(optional_catalog_file("", "recipes.json", embedded_recipes_json()));
   Result<boost::json::value> from_dir = boost::json::value();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file_io.h"
 #include "common/strings.h"
 #include "tokenizer/tokenizer.h"
 
@@ -204,13 +205,9 @@ Result<ChatTemplate> ChatTemplate::from_file(const std::filesystem::path& path, 
   if (!std::filesystem::is_regular_file(path, ec)) {
     return fail(ErrorCode::kNotFound, fmt::format("chat template file {} not found", path.string()));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    return fail(ErrorCode::kIo, fmt::format("cannot read chat template file {}", path.string()));
-  }
-  return from_jinja(text.str(), path.string(), special_tokens_of(tokenizer.config()));
+  auto text = files::read_text_file(path, files::kMaxConfigFileBytes, "a chat template file");
+  if (!text) return fail(text.error());
+  return from_jinja(*text, path.string(), special_tokens_of(tokenizer.config()));
 }
 
 Result<ChatTemplate> ChatTemplate::from_spec(std::string_view spec, const Tokenizer& tokenizer) {

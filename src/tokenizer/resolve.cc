@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_io.h"
 #include "common/strings.h"
 #include "tokenizer/tokenizer.h"
 
@@ -91,11 +92,11 @@ std::string hf_folder(const RepoId& id) {
   return id.org.empty() ? "models--" + id.name : "models--" + id.org + "--" + id.name;
 }
 
+// refs/main holds a commit hash; anything unreadable (or absurdly long) counts as absent.
 std::string read_first_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  return std::string(strip(line));
+  auto text = files::read_text_file(p, 4096, "an HF cache ref file");
+  if (!text) return {};
+  return std::string(strip(std::string_view(*text).substr(0, text->find('\n'))));
 }
 
 // An HF cache repo folder (models--ORG--NAME): refs/main's snapshot, else the newest snapshot

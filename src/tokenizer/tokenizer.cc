@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/sanitize.h"
 #include "common/utf8.h"
@@ -355,12 +356,8 @@ std::optional<std::string> config_token(const bj::object& config, std::string_vi
   return std::nullopt;
 }
 
-Result<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::kIo, fmt::format("cannot read {}", path.string()));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+Result<std::string> read_text(const std::filesystem::path& path, std::string_view what) {
+  return files::read_text_file(path, files::kMaxTokenizerFileBytes, what);
 }
 
 }  // namespace
@@ -1133,12 +1130,12 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& 
         ErrorCode::kNotFound,
         fmt::format("tokenizer file {} not found (give a tokenizer.json or a directory holding one)", file.string()));
   }
-  auto text = read_text(file);
+  auto text = read_text(file, "a tokenizer.json");
   if (!text) return fail(text.error());
   std::string config_text;
   const auto config_path = file.parent_path() / "tokenizer_config.json";
   if (std::filesystem::is_regular_file(config_path, ec)) {
-    auto c = read_text(config_path);
+    auto c = read_text(config_path, "a tokenizer_config.json");
     if (!c) return fail(c.error());
     config_text = std::move(*c);
   }
@@ -1148,7 +1145,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& 
   if (config.chat_template) config.chat_template_origin = config_path.string();
   const auto jinja_path = file.parent_path() / "chat_template.jinja";
   if (std::filesystem::is_regular_file(jinja_path, ec)) {
-    auto jinja = read_text(jinja_path);
+    auto jinja = read_text(jinja_path, "a chat template");
     if (!jinja) return fail(jinja.error());
     config.chat_template = std::move(*jinja);
     config.chat_template_origin = jinja_path.string();

@@ -136,7 +136,7 @@ TEST(Sweep, ANonFileOrHugeInputIsAClearError) {
   // /dev/zero was read without bound: "internal error: std::bad_alloc" with no file name.
   auto result = run_ixbench({"validate", "--config-files", "/dev/zero"}, "", 60.0);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("/dev/zero: larger than 256 MiB"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("/dev/zero: larger than 64 MiB"), std::string::npos) << result.err;
   EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
 }
 

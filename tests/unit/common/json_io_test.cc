@@ -54,7 +54,7 @@ TEST(JsonIo, WriteThenReadRoundTrips) {
   std::filesystem::create_directories(dir);
   auto path = dir / "out.json";
   boost::json::object object{{"k", 1.5}};
-  ASSERT_TRUE(write_file(path, to_pretty_string(object)).has_value());
+  ASSERT_TRUE(files::write_file(path, to_pretty_string(object)).has_value());
   EXPECT_FALSE(std::filesystem::exists(dir / "out.json.tmp"));
   auto back = read_file(path);
   ASSERT_TRUE(back.has_value());
