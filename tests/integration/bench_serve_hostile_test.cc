@@ -23,11 +23,13 @@
 #include "common/utf8.h"
 #include "support/scripted_server.h"
 #include "support/subprocess.h"
+#include "support/temp_files.h"
 
 namespace ix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using ix::testing::read_whole_file;
 
 // Answers every POST with reply(post_index, request); GETs (/metrics) get 404. Records when each
 // POST arrived. `close_after_reply`: the connection is closed after each reply (else kept alive).
@@ -87,13 +89,6 @@ std::string ok_reply() {
                    R"("usage":{"prompt_tokens":16,"completion_tokens":4}})");
 }
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct HostileRun {
   ix::testing::ProcessResult process;
   std::string result_text;  // the result file's bytes
@@ -149,8 +144,8 @@ HostileRun run_against(const HostileServer& server, const std::string& name, int
   const auto dir = fresh_dir(name);
   HostileRun run;
   run.process = ix::testing::run_ixbench(hostile_args(server, dir, prompts, extra), "", 120.0);
-  run.result_text = slurp(dir / "result.json");
-  run.jsonl_text = slurp(dir / "result.requests.jsonl");
+  run.result_text = read_whole_file(dir / "result.json");
+  run.jsonl_text = read_whole_file(dir / "result.requests.jsonl");
   auto parsed = ix::json::parse(run.result_text);
   if (parsed && parsed->is_object()) run.result = parsed->as_object();
   std::filesystem::remove_all(dir);

@@ -24,11 +24,13 @@
 #include "support/scripted_server.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
+#include "support/temp_files.h"
 #include "tls_proxy.h"
 
 namespace ix {
 namespace {
 
+using ix::testing::scratch_dir;
 using ix::testing::ServerProcess;
 
 struct BenchRun {
@@ -36,14 +38,6 @@ struct BenchRun {
   boost::json::object result;
   std::vector<boost::json::object> requests;
 };
-
-std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("ixbench_bench_serve_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 // Runs bench serve with the common flags plus `args`; loads the result file and JSONL records.
 BenchRun bench(const ServerProcess& server, const std::string& name, std::vector<std::string> args,

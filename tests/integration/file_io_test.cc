@@ -14,28 +14,17 @@
 #include "common/json_io.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
+#include "support/temp_files.h"
 
 namespace ix {
 namespace {
 
 namespace fs = std::filesystem;
 using ix::testing::ProcessResult;
+using ix::testing::read_whole_file;
 using ix::testing::run_ixbench;
+using ix::testing::scratch_dir;
 using ix::testing::ServerProcess;
-
-fs::path scratch(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("ixbench_files_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int64_t completed(const std::string& json_text) {
   auto value = json::parse(json_text);
@@ -83,20 +72,20 @@ class ResultFiles : public ::testing::Test {
 
 TEST_F(ResultFiles, ASymlinkKeepsItsLinkAndItsTargetGetsTheResult) {
   // The link was replaced by a regular file and its target never updated.
-  const auto dir = scratch("symlink");
+  const auto dir = scratch_dir("symlink");
   fs::create_directories(dir / "real");
   std::ofstream(dir / "real" / "t.json") << "old";
   fs::create_symlink("real/t.json", dir / "link.json");
   auto r = bench({"--result-filename", (dir / "link.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
-  EXPECT_EQ(completed(slurp(dir / "real" / "t.json")), 3);
+  EXPECT_EQ(completed(read_whole_file(dir / "real" / "t.json")), 3);
   // --append-result through the link appends to the target (it read through the link and then
   // replaced it).
   auto appended = bench({"--result-filename", (dir / "link.json").string(), "--append-result"});
   ASSERT_EQ(appended.exit_code, 0) << appended.err;
   EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
-  std::istringstream lines(slurp(dir / "real" / "t.json"));
+  std::istringstream lines(read_whole_file(dir / "real" / "t.json"));
   std::vector<std::string> docs;
   for (std::string line; std::getline(lines, line);) docs.push_back(line);
   ASSERT_EQ(docs.size(), 2u);
@@ -108,7 +97,7 @@ TEST_F(ResultFiles, ASymlinkKeepsItsLinkAndItsTargetGetsTheResult) {
 
 TEST_F(ResultFiles, AFifoIsWrittenToItsReader) {
   // Its reader used to get 0 bytes: the FIFO was replaced by a regular file.
-  const auto dir = scratch("fifo");
+  const auto dir = scratch_dir("fifo");
   const auto fifo = dir / "result";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // The reader end is open before the run and read after it (the result fits the pipe buffer):
@@ -154,7 +143,7 @@ TEST_F(ResultFiles, AFullDeviceFailsWithTheReasonAndTheResultIsKeptInTheFallback
   ASSERT_NE(at, std::string::npos) << r.err;
   const fs::path saved = r.err.substr(at + marker.size(), r.err.find(" instead", at) - at - marker.size());
   EXPECT_EQ(saved.parent_path(), fs::temp_directory_path());
-  EXPECT_EQ(completed(slurp(saved)), 3) << saved;
+  EXPECT_EQ(completed(read_whole_file(saved)), 3) << saved;
   EXPECT_TRUE(fs::is_character_file("/dev/full")) << "the run replaced /dev/full";
   fs::remove(saved);
 }
@@ -180,7 +169,7 @@ class SmallFilesystem {
 };
 
 TEST_F(ResultFiles, AFullFilesystemNamesTheFileThatFailedAndLeavesNoTmp) {
-  const auto dir = scratch("tmpfs");
+  const auto dir = scratch_dir("tmpfs");
   SmallFilesystem small(dir / "mnt");
   if (!small.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
   // Room for the probe and the result (~4 KiB), not for 200 requests' JSONL (~60 KiB).
@@ -193,14 +182,14 @@ TEST_F(ResultFiles, AFullFilesystemNamesTheFileThatFailedAndLeavesNoTmp) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
-  EXPECT_EQ(completed(slurp(result)), 200);
+  EXPECT_EQ(completed(read_whole_file(result)), 200);
   for (const auto& entry : fs::directory_iterator(dir / "mnt"))
     EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
   const std::string marker = "saved to ";
   const size_t at = r.err.find(marker);
   ASSERT_NE(at, std::string::npos) << r.err;
   const fs::path saved = r.err.substr(at + marker.size(), r.err.find(" instead", at) - at - marker.size());
-  EXPECT_NE(slurp(saved).find("\"output_len\""), std::string::npos) << saved;
+  EXPECT_NE(read_whole_file(saved).find("\"output_len\""), std::string::npos) << saved;
   fs::remove(saved);
 
   // A filesystem too full for the probe is refused before the run, with the reason.
@@ -216,7 +205,7 @@ TEST(InputFiles, ValidateRefusesADeviceAndAFifoWithoutAWriterInsteadOfHanging) {
   EXPECT_EQ(zero.exit_code, 1) << zero.err;
   EXPECT_NE(zero.err.find("/dev/zero: larger than 64 MiB, the limit for a master config YAML file"), std::string::npos)
       << zero.err;
-  const auto dir = scratch("input_fifo");
+  const auto dir = scratch_dir("input_fifo");
   const auto fifo = dir / "configs.yaml";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto hung = run_ixbench({"validate", "--config-files", fifo.string()}, "", 30.0);
@@ -225,7 +214,7 @@ TEST(InputFiles, ValidateRefusesADeviceAndAFifoWithoutAWriterInsteadOfHanging) {
   EXPECT_NE(hung.err.find("a FIFO that gave no data for 5 s"), std::string::npos) << hung.err;
   // With a writer, a FIFO is read like a file.
   std::thread writer(
-      [&] { std::ofstream(fifo) << slurp(ix::testing::source_path("tests/data/config/valid-master.yaml")); });
+      [&] { std::ofstream(fifo) << read_whole_file(ix::testing::source_path("tests/data/config/valid-master.yaml")); });
   auto fed = run_ixbench({"validate", "--config-files", fifo.string()}, "", 30.0);
   writer.join();
   EXPECT_EQ(fed.exit_code, 0) << fed.err;
@@ -242,17 +231,11 @@ TEST(InputFiles, SimPredictReadsABoundedRowFile) {
   EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
 }
 
-}  // namespace
-}  // namespace ix
-
-namespace ix {
-namespace {
-
 TEST(OutputFiles, SimCalibrateWritesToStandardOutputWithTheTablesOnStderr) {
   const std::string csv = ix::testing::shared_path("data/calibration/measured_dsr1.csv");
   if (csv.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/calibration/measured_dsr1.csv");
-  const auto dir = scratch("calibrate_stdout");
-  std::istringstream all(slurp(csv));
+  const auto dir = scratch_dir("calibrate_stdout");
+  std::istringstream all(read_whole_file(csv));
   std::ofstream six(dir / "six.csv");
   std::string line;
   for (int i = 0; i < 7 && std::getline(all, line); ++i) six << line << "\n";

@@ -10,71 +10,61 @@
 #include <sstream>
 #include <thread>
 
+#include "support/temp_files.h"
+
 namespace ix::files {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path scratch(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("ixbench_file_io_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ix::testing::read_whole_file;
+using ix::testing::scratch_dir;
 
 TEST(FileIo, WritesARegularFileAtomicallyLeavingNoTmp) {
-  const auto dir = scratch("regular");
+  const auto dir = scratch_dir("regular");
   ASSERT_TRUE(write_file(dir / "a.json", "one"));
   ASSERT_TRUE(write_file(dir / "a.json", "two"));
-  EXPECT_EQ(slurp(dir / "a.json"), "two");
+  EXPECT_EQ(read_whole_file(dir / "a.json"), "two");
   EXPECT_FALSE(fs::exists(dir / "a.json.tmp"));
   fs::remove_all(dir);
 }
 
 TEST(FileIo, ASymlinkIsFollowedTheTargetUpdatedAndTheLinkKept) {
   // The link used to be replaced by a regular file and its target never updated.
-  const auto dir = scratch("symlink");
+  const auto dir = scratch_dir("symlink");
   fs::create_directories(dir / "real");
   std::ofstream(dir / "real" / "t.json") << "old";
   fs::create_symlink("real/t.json", dir / "link.json");
   ASSERT_TRUE(write_file(dir / "link.json", "new"));
   EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
-  EXPECT_EQ(slurp(dir / "real" / "t.json"), "new");
+  EXPECT_EQ(read_whole_file(dir / "real" / "t.json"), "new");
   EXPECT_FALSE(fs::exists(dir / "link.json.tmp"));
   EXPECT_FALSE(fs::exists(dir / "real" / "t.json.tmp"));
   // A dangling link: its target is created.
   fs::create_symlink("real/new.json", dir / "dangling.json");
   ASSERT_TRUE(write_file(dir / "dangling.json", "made"));
   EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
-  EXPECT_EQ(slurp(dir / "real" / "new.json"), "made");
+  EXPECT_EQ(read_whole_file(dir / "real" / "new.json"), "made");
   fs::remove_all(dir);
 }
 
 TEST(FileIo, AppendingThroughASymlinkAppendsToTheTarget) {
-  const auto dir = scratch("append");
+  const auto dir = scratch_dir("append");
   std::ofstream(dir / "t.jsonl") << R"({"a": 1})";
   fs::create_symlink(dir / "t.jsonl", dir / "link.jsonl");
   ASSERT_TRUE(append_line(dir / "link.jsonl", R"({"b": 2})"));
   EXPECT_TRUE(fs::is_symlink(dir / "link.jsonl"));
-  EXPECT_EQ(slurp(dir / "t.jsonl"), "{\"a\": 1}\n{\"b\": 2}");
+  EXPECT_EQ(read_whole_file(dir / "t.jsonl"), "{\"a\": 1}\n{\"b\": 2}");
   ASSERT_TRUE(append_line(dir / "fresh.jsonl", "x"));
-  EXPECT_EQ(slurp(dir / "fresh.jsonl"), "x");
+  EXPECT_EQ(read_whole_file(dir / "fresh.jsonl"), "x");
   fs::remove_all(dir);
 }
 
 TEST(FileIo, AFifoIsStreamedToNotReplaced) {
-  const auto dir = scratch("fifo");
+  const auto dir = scratch_dir("fifo");
   const auto fifo = dir / "out";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string received;
-  std::thread reader([&] { received = slurp(fifo); });
+  std::thread reader([&] { received = read_whole_file(fifo); });
   ASSERT_TRUE(write_file(fifo, "streamed"));
   reader.join();
   EXPECT_EQ(received, "streamed");
@@ -95,7 +85,7 @@ TEST(FileIo, AFullDeviceFailsWithTheReason) {
 }
 
 TEST(FileIo, DirectoriesAndMissingDirectoriesAreRefusedWithTheReason) {
-  const auto dir = scratch("refused");
+  const auto dir = scratch_dir("refused");
   auto directory = write_file(dir, "x");
   ASSERT_FALSE(directory);
   EXPECT_NE(directory.error().message().find("is a directory"), std::string::npos) << directory.error().message();
@@ -121,17 +111,17 @@ TEST(FileIo, StandardOutputNames) {
 }
 
 TEST(FileIo, WritesToANamedDescriptorInPlace) {
-  const auto dir = scratch("descriptor");
+  const auto dir = scratch_dir("descriptor");
   const int fd = ::open((dir / "f").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(write_file("/dev/fd/" + std::to_string(fd), "via fd"));
   ::close(fd);
-  EXPECT_EQ(slurp(dir / "f"), "via fd");
+  EXPECT_EQ(read_whole_file(dir / "f"), "via fd");
   fs::remove_all(dir);
 }
 
 TEST(FileIo, ReadsARegularFile) {
-  const auto dir = scratch("read");
+  const auto dir = scratch_dir("read");
   std::ofstream(dir / "a.yaml") << "key: value\n";
   auto text = read_text_file(dir / "a.yaml", 1024, "a test file");
   ASSERT_TRUE(text) << text.error().message();
@@ -140,7 +130,7 @@ TEST(FileIo, ReadsARegularFile) {
 }
 
 TEST(FileIo, ReadRefusesMissingFilesDirectoriesAndBadPathsWithTheReason) {
-  const auto dir = scratch("read_refused");
+  const auto dir = scratch_dir("read_refused");
   auto missing = read_text_file(dir / "nope.yaml", 1024, "a test file");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
@@ -157,7 +147,7 @@ TEST(FileIo, ReadRefusesMissingFilesDirectoriesAndBadPathsWithTheReason) {
 }
 
 TEST(FileIo, ARegularFileOverTheCapIsRefusedByItsSize) {
-  const auto dir = scratch("read_big");
+  const auto dir = scratch_dir("read_big");
   std::ofstream(dir / "big") << "x";
   fs::resize_file(dir / "big", 3 * kMiB);  // sparse: refused before any byte is read
   auto big = read_text_file(dir / "big", kMiB, "a test file");
@@ -180,7 +170,7 @@ TEST(FileIo, ADeviceIsReadOnlyUpToTheCap) {
 }
 
 TEST(FileIo, AFifoWithAWriterIsReadToItsEnd) {
-  const auto dir = scratch("read_fifo");
+  const auto dir = scratch_dir("read_fifo");
   const auto fifo = dir / "in";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::thread writer([&] { std::ofstream(fifo) << "from a writer"; });
