@@ -516,13 +516,15 @@ bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
     keep();
     return true;
   }
-  // The start of the body, to explain a response that is not an event stream.
-  if (sse_.events_decoded() == 0) keep();
   bool keep_going = true;
+  const bool before_first_event = sse_.events_decoded() == 0;
   auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
     keep_going = on_event(event, t_ns);
     return keep_going;
   });
+  // The start of a body that holds no event yet, to explain a response that is not an event
+  // stream (kept only until the first event, so a stream's bytes are not copied).
+  if (before_first_event && sse_.events_decoded() == 0) keep();
   if (!fed) {
     fail_with(ErrorKind::kMalformed, fed.error().message());
     return false;
@@ -571,7 +573,7 @@ bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
 
 // Usage counts that cannot be true of this request: never added to any total.
 std::optional<std::string> InFlight::bad_usage(const openai::StreamChunk& chunk) const {
-  if (!chunk.usage_error.empty()) return fmt::format("server reported {}", chunk.usage_error);
+  if (!chunk.bad_usage_key.empty()) return fmt::format("server reported {}", chunk.usage_problem());
   if (chunk.completion_tokens > rec.expected_output_len + kUsageSlackTokens) {
     return fmt::format("server reported usage.completion_tokens {}, more than the {} requested (max_tokens) + {}",
                        chunk.completion_tokens, rec.expected_output_len, kUsageSlackTokens);
@@ -634,7 +636,7 @@ void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t
   }
   // Everything in a message may be the server's bytes (a body excerpt cut at a byte count, a
   // malformed chunk, an echoed credential): stored valid UTF-8, with the secrets redacted.
-  rec.error_message = ix::storable(rec.error_message);
+  if (!rec.error_message.empty()) rec.error_message = ix::storable(rec.error_message);
   rec.success = rec.error_kind == ErrorKind::kNone;
   if (rec.success) {
     rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later

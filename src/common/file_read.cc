@@ -25,6 +25,7 @@ struct Input {
   int fd = -1;
   bool owned = false;
   bool pipe = false;  // a FIFO opened by name: reads wait at most kPipeIdleTimeoutMs
+  size_t size = 0;    // a regular file's size, to read it in one allocation
 };
 
 Error input_error(ErrorCode code, const Input& in, std::string_view problem) {
@@ -53,6 +54,7 @@ Result<Input> open_input(const fs::path& path, size_t max_bytes, std::string_vie
                     fmt::format("{} bytes is larger than {}, the limit for {}", st.st_size, mib(max_bytes), what)));
   }
   in.pipe = S_ISFIFO(st.st_mode);
+  if (S_ISREG(st.st_mode)) in.size = static_cast<size_t>(st.st_size);
   in.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (in.pipe ? O_NONBLOCK : 0));
   if (in.fd < 0) return fail(input_error(ErrorCode::kIo, in, fmt::format("cannot open: {}", std::strerror(errno))));
   in.owned = true;
@@ -72,6 +74,7 @@ bool wait_readable(const Input& in) {
 
 Result<std::string> read_capped(const Input& in, size_t max_bytes, std::string_view what) {
   std::string text;
+  text.reserve(in.size + 1);
   char chunk[1 << 16];
   while (true) {
     if (!wait_readable(in)) {

@@ -64,9 +64,14 @@ struct StreamChunk {
   bool finished = false;           // choices[0].finish_reason is set
   int64_t completion_tokens = -1;  // usage.completion_tokens when present
   int64_t prompt_tokens = -1;
-  // A usage count that is negative or not an integer (e.g. "usage.completion_tokens is -5"): the
-  // count is then -1 (absent); the runner fails the request with it.
-  std::string usage_error;
+  // A usage count that is negative or not an integer: the count is then -1 (absent); the runner
+  // fails the request with usage_problem(). `bad_usage_key` names the field (static text); empty
+  // when the counts are fine (plain fields: a chunk per token must stay cheap to build).
+  std::string_view bad_usage_key;
+  bool bad_usage_integer = false;
+  int64_t bad_usage_value = 0;
+  // "usage.completion_tokens is -5" / "usage.prompt_tokens is not a whole number", or "".
+  std::string usage_problem() const;
   std::string error;  // kError: the server's message
 };
 

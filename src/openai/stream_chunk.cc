@@ -331,6 +331,12 @@ std::string error_message(std::string_view raw) {
 
 StreamChunkDecoder::StreamChunkDecoder() = default;
 
+std::string StreamChunk::usage_problem() const {
+  if (bad_usage_key.empty()) return {};
+  return bad_usage_integer ? fmt::format("usage.{} is {}", bad_usage_key, bad_usage_value)
+                           : fmt::format("usage.{} is not a whole number", bad_usage_key);
+}
+
 Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
   StreamChunk chunk;
   if (data == "[DONE]") {
@@ -431,9 +437,10 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
           if (!s.number(is_integer, value)) return false;
           const bool valid = is_integer && value >= 0;
           (completion ? chunk.completion_tokens : chunk.prompt_tokens) = valid ? value : -1;
-          if (!valid && chunk.usage_error.empty()) {
-            chunk.usage_error = is_integer ? fmt::format("usage.{} is {}", ukey, value)
-                                           : fmt::format("usage.{} is not a whole number", ukey);
+          if (!valid && chunk.bad_usage_key.empty()) {
+            chunk.bad_usage_key = completion ? "completion_tokens" : "prompt_tokens";
+            chunk.bad_usage_integer = is_integer;
+            chunk.bad_usage_value = value;
           }
           return true;
         });

@@ -68,7 +68,7 @@ std::optional<Decoded> oracle(std::string_view data) {
   }
   if (const auto* usage = obj->if_contains("usage"); usage && usage->is_object()) {
     const auto& u = usage->as_object();
-    // A negative count is no count (the decoder reports it in usage_error).
+    // A negative count is no count (the decoder reports it in usage_problem()).
     auto count = [](const boost::json::value* v) { return v && v->is_int64() && v->as_int64() >= 0; };
     if (const auto* v = u.if_contains("completion_tokens"); count(v)) d.completion_tokens = v->as_int64();
     if (const auto* v = u.if_contains("prompt_tokens"); count(v)) d.prompt_tokens = v->as_int64();
@@ -147,13 +147,13 @@ TEST(StreamChunkScanner, UsageThatIsNoCountIsReported) {
   auto negative = decoder.decode(R"({"choices":[{"text":"n"}],"usage":{"completion_tokens":-5}})");
   ASSERT_TRUE(negative);
   EXPECT_EQ(negative->completion_tokens, -1);
-  EXPECT_EQ(negative->usage_error, "usage.completion_tokens is -5");
+  EXPECT_EQ(negative->usage_problem(), "usage.completion_tokens is -5");
   auto fraction = decoder.decode(R"({"choices":[{"text":"n"}],"usage":{"prompt_tokens":1.5}})");
   ASSERT_TRUE(fraction);
-  EXPECT_EQ(fraction->usage_error, "usage.prompt_tokens is not a whole number");
+  EXPECT_EQ(fraction->usage_problem(), "usage.prompt_tokens is not a whole number");
   auto fine = decoder.decode(R"({"choices":[{"text":"n"}],"usage":{"prompt_tokens":3,"completion_tokens":0}})");
   ASSERT_TRUE(fine);
-  EXPECT_EQ(fine->usage_error, "");
+  EXPECT_EQ(fine->usage_problem(), "");
   EXPECT_EQ(fine->completion_tokens, 0);
 }
 
