@@ -4,7 +4,9 @@
 # --no-delay` (the client is the bottleneck) at the same --threads, and TTFT / ITL medians against
 # a fixed schedule (50 ms / 10 ms: the error is the median minus that).
 #
-# Usage: bench/client_ab.sh IXBENCH_A IXBENCH_B OUT_DIR [CLIENT_CPUS SERVER_CPUS]
+# Usage: [ROUNDS=N] bench/client_ab.sh IXBENCH_A IXBENCH_B OUT_DIR [CLIENT_CPUS SERVER_CPUS]
+# ROUNDS (default 1) repeats the A B B A block at each concurrency; the last lines give the mean
+# tokens/s of A and B and their ratio per concurrency.
 set -euo pipefail
 a=$1
 b=$2
@@ -12,6 +14,7 @@ out=$3
 client_cpus=${4:-0-3}
 server_cpus=${5:-4-15}
 mkdir -p "$out"
+: > "$out/no_delay.txt"
 source "$(dirname "$0")/lib.sh"
 ulimit -n 65536 2>/dev/null || true
 serve() { start_sim "$b" "$server_cpus" 18232 "$out/server.log" "$@"; }
@@ -26,9 +29,11 @@ run() {  # label binary conc threads output_len prompts
 }
 serve --no-delay
 for conc in 1024 4096; do
-  for label in A B B A; do
-    bin=$a; [[ $label == B ]] && bin=$b
-    run "${label}_c${conc}_$RANDOM" "$bin" "$conc" 4 1000 $((2 * conc))
+  for _ in $(seq "${ROUNDS:-1}"); do
+    for label in A B B A; do
+      bin=$a; [[ $label == B ]] && bin=$b
+      run "${label}_c${conc}_$RANDOM" "$bin" "$conc" 4 1000 $((2 * conc)) | tee -a "$out/no_delay.txt"
+    done
   done
 done
 kill "$server"; wait "$server" 2>/dev/null || true
@@ -38,3 +43,7 @@ for label in A B B A; do
   run "${label}_fixed_$RANDOM" "$bin" 1024 4 100 2048
 done
 kill "$server"; wait "$server" 2>/dev/null || true
+awk '{split($1, id, "_"); sum[id[2] " " id[1]] += $7; n[id[2] " " id[1]]++}
+  END {for (c in n) if (c ~ / A$/) {k = substr(c, 1, length(c) - 2);
+    printf "%s mean out_tok/s A %.0f B %.0f B/A %.3f\n", k, sum[k " A"] / n[k " A"], sum[k " B"] / n[k " B"],
+      (sum[k " B"] / n[k " B"]) / (sum[k " A"] / n[k " A"])}}' "$out/no_delay.txt"
