@@ -269,6 +269,12 @@ std::map<std::string, CommandCase> command_cases() {
                            {"--decode", with_input({"--decode"}, "19923 14 2058 3")},
                            {"--chat-template", {"--chat-template", "auto"}},
                        }};
+  cases["trace stats"] = {.base = {"{source}/tests/data/traces/fanout_session.json"},
+                          .samples = {
+                              // One positional FILE, which the base already gives: nothing to add.
+                              {"file", {}},
+                              {"--block-size", {"--block-size", "64"}},
+                          }};
   cases["validate"] = {.base = {"--config-files", "{master}", "--runner-config", "{runners}"},
                        .samples = {
                            {"--config-files", {"--config-files", "{master}"}},
@@ -627,7 +633,7 @@ TEST(CliListing, NamesEveryCommandAndItsOptionsButNotItself) {
   std::set<std::string> paths;
   for (const auto& command : listing.commands) paths.insert(command.path);
   for (const char* path : {"validate", "sweep full-sweep", "sweep test-config", "tokenize", "sim serve", "sim predict",
-                           "sim calibrate", "bench serve", "report table"})
+                           "sim calibrate", "bench serve", "report table", "trace stats"})
     EXPECT_TRUE(paths.contains(path)) << path;
   for (const auto& command : listing.commands) {
     if (command.path != "bench serve") continue;
