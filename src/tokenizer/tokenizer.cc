@@ -949,6 +949,95 @@ Result<void> load_model(const bj::object& model, std::string_view source, Tokeni
 
 }  // namespace
 
+namespace {
+
+// The id -> token table and the decoder's byte form of every id. kInvalidArgument when a
+// post-processor id lies outside the table.
+Result<void> build_id_tables(Tokenizer::Impl& impl, std::string_view source_name) {
+  int32_t max_id = -1;
+  for (const auto& [token, id] : impl.vocab) max_id = std::max(max_id, id);
+  for (const auto& token : impl.added) max_id = std::max(max_id, token.id);
+  const auto size = static_cast<size_t>(max_id + 1);
+  for (const auto* ids : {&impl.prefix_ids, &impl.suffix_ids}) {
+    for (const int32_t id : *ids) {
+      if (id < 0 || static_cast<size_t>(id) >= size)
+        return fail(
+            invalid(source_name, fmt::format("post_processor special token id {} is outside the {} ids of the "
+                                             "vocabulary and added tokens; the file is corrupt: download it again",
+                                             id, size)));
+    }
+  }
+  impl.id_to_token.assign(size, std::string());
+  impl.has_token.assign(size, 0);
+  impl.special.assign(size, 0);
+  for (const auto& [token, id] : impl.vocab) {
+    impl.id_to_token[static_cast<size_t>(id)] = token;
+    impl.has_token[static_cast<size_t>(id)] = 1;
+  }
+  for (const auto& token : impl.added) {
+    impl.id_to_token[static_cast<size_t>(token.id)] = token.content;
+    impl.has_token[static_cast<size_t>(token.id)] = 1;
+    impl.special[static_cast<size_t>(token.id)] = token.special ? 1 : 0;
+  }
+  if (impl.decoder == Tokenizer::Impl::DecoderKind::kByteLevel) {
+    // HF's ByteLevel decoder maps a token's characters back to bytes when all of them are in
+    // the byte alphabet, and keeps the token's UTF-8 otherwise (added tokens like <｜User｜>).
+    const ByteAlphabet& alphabet = byte_alphabet();
+    impl.decoded_offsets.assign(size + 1, 0);
+    std::string raw;
+    for (size_t id = 0; id < size; ++id) {
+      impl.decoded_offsets[id] = static_cast<uint32_t>(impl.decoded_arena.size());
+      const std::string& token = impl.id_to_token[id];
+      if (alphabet.unmap(token, raw)) {
+        impl.decoded_arena.append(raw);
+      } else {
+        impl.decoded_arena.append(token);
+      }
+    }
+    impl.decoded_offsets[size] = static_cast<uint32_t>(impl.decoded_arena.size());
+  }
+
+  return {};
+}
+
+// What tokenizer_config.json adds: special token names, add_bos_token, the chat template(s).
+Result<void> read_tokenizer_config(Tokenizer::Impl& impl, std::string_view tokenizer_config_json) {
+  if (!tokenizer_config_json.empty()) {
+    auto config = json::parse(tokenizer_config_json, "tokenizer_config.json");
+    if (!config) return fail(config.error());
+    if (config->is_object()) {
+      const auto& c = config->get_object();
+      impl.config.bos_token = config_token(c, "bos_token");
+      impl.config.eos_token = config_token(c, "eos_token");
+      impl.config.pad_token = config_token(c, "pad_token");
+      impl.config.add_bos_token = get_flag(c, "add_bos_token");
+      if (const auto* v = c.if_contains("tokenizer_class"); v != nullptr && v->is_string()) {
+        impl.config.tokenizer_class = std::string(v->get_string());
+      }
+      if (const auto* v = c.if_contains("chat_template"); v != nullptr) {
+        if (v->is_string()) {
+          impl.config.chat_template = std::string(v->get_string());
+        } else if (v->is_array()) {
+          // Named templates ([{"name": "default", "template": ...}, {"name": "tool_use", ...}]):
+          // transformers renders "default" unless told otherwise.
+          for (const auto& entry : v->get_array()) {
+            if (!entry.is_object()) continue;
+            const auto* name = entry.get_object().if_contains("name");
+            const auto* text = entry.get_object().if_contains("template");
+            if (name == nullptr || !name->is_string() || text == nullptr || !text->is_string()) continue;
+            impl.config.chat_template_names.emplace_back(name->get_string());
+            if (name->get_string() == "default") impl.config.chat_template = std::string(text->get_string());
+          }
+        }
+        if (impl.config.chat_template) impl.config.chat_template_origin = "tokenizer_config.json";
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokenizer_json,
                                                         std::string_view tokenizer_config_json,
                                                         std::string_view source_name) {
@@ -1042,82 +1131,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view tokeniz
     return fail(r.error());
   }
 
-  // id -> token table and the decoder's byte form of every id.
-  int32_t max_id = -1;
-  for (const auto& [token, id] : impl->vocab) max_id = std::max(max_id, id);
-  for (const auto& token : impl->added) max_id = std::max(max_id, token.id);
-  const auto size = static_cast<size_t>(max_id + 1);
-  for (const auto* ids : {&impl->prefix_ids, &impl->suffix_ids}) {
-    for (const int32_t id : *ids) {
-      if (id < 0 || static_cast<size_t>(id) >= size)
-        return fail(
-            invalid(source_name, fmt::format("post_processor special token id {} is outside the {} ids of the "
-                                             "vocabulary and added tokens; the file is corrupt: download it again",
-                                             id, size)));
-    }
-  }
-  impl->id_to_token.assign(size, std::string());
-  impl->has_token.assign(size, 0);
-  impl->special.assign(size, 0);
-  for (const auto& [token, id] : impl->vocab) {
-    impl->id_to_token[static_cast<size_t>(id)] = token;
-    impl->has_token[static_cast<size_t>(id)] = 1;
-  }
-  for (const auto& token : impl->added) {
-    impl->id_to_token[static_cast<size_t>(token.id)] = token.content;
-    impl->has_token[static_cast<size_t>(token.id)] = 1;
-    impl->special[static_cast<size_t>(token.id)] = token.special ? 1 : 0;
-  }
-  if (impl->decoder == Impl::DecoderKind::kByteLevel) {
-    // HF's ByteLevel decoder maps a token's characters back to bytes when all of them are in
-    // the byte alphabet, and keeps the token's UTF-8 otherwise (added tokens like <｜User｜>).
-    const ByteAlphabet& alphabet = byte_alphabet();
-    impl->decoded_offsets.assign(size + 1, 0);
-    std::string raw;
-    for (size_t id = 0; id < size; ++id) {
-      impl->decoded_offsets[id] = static_cast<uint32_t>(impl->decoded_arena.size());
-      const std::string& token = impl->id_to_token[id];
-      if (alphabet.unmap(token, raw)) {
-        impl->decoded_arena.append(raw);
-      } else {
-        impl->decoded_arena.append(token);
-      }
-    }
-    impl->decoded_offsets[size] = static_cast<uint32_t>(impl->decoded_arena.size());
-  }
-
-  // tokenizer_config.json
-  if (!tokenizer_config_json.empty()) {
-    auto config = json::parse(tokenizer_config_json, "tokenizer_config.json");
-    if (!config) return fail(config.error());
-    if (config->is_object()) {
-      const auto& c = config->get_object();
-      impl->config.bos_token = config_token(c, "bos_token");
-      impl->config.eos_token = config_token(c, "eos_token");
-      impl->config.pad_token = config_token(c, "pad_token");
-      impl->config.add_bos_token = get_flag(c, "add_bos_token");
-      if (const auto* v = c.if_contains("tokenizer_class"); v != nullptr && v->is_string()) {
-        impl->config.tokenizer_class = std::string(v->get_string());
-      }
-      if (const auto* v = c.if_contains("chat_template"); v != nullptr) {
-        if (v->is_string()) {
-          impl->config.chat_template = std::string(v->get_string());
-        } else if (v->is_array()) {
-          // Named templates ([{"name": "default", "template": ...}, {"name": "tool_use", ...}]):
-          // transformers renders "default" unless told otherwise.
-          for (const auto& entry : v->get_array()) {
-            if (!entry.is_object()) continue;
-            const auto* name = entry.get_object().if_contains("name");
-            const auto* text = entry.get_object().if_contains("template");
-            if (name == nullptr || !name->is_string() || text == nullptr || !text->is_string()) continue;
-            impl->config.chat_template_names.emplace_back(name->get_string());
-            if (name->get_string() == "default") impl->config.chat_template = std::string(text->get_string());
-          }
-        }
-        if (impl->config.chat_template) impl->config.chat_template_origin = "tokenizer_config.json";
-      }
-    }
-  }
+  if (auto r = build_id_tables(*impl, source_name); !r) return fail(r.error());
+  if (auto r = read_tokenizer_config(*impl, tokenizer_config_json); !r) return fail(r.error());
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
