@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace {
 
 struct SecretList {
   std::mutex mutex;
+  std::atomic<bool> any{false};  // read without the lock: most processes register none
   std::vector<std::string> values;  // longest first, so a secret containing another wins
 };
 
@@ -51,6 +53,7 @@ void register_secret(std::string_view secret) {
   std::lock_guard lock(list.mutex);
   if (std::find(list.values.begin(), list.values.end(), secret) != list.values.end()) return;
   list.values.emplace_back(secret);
+  list.any.store(true);
   std::stable_sort(list.values.begin(), list.values.end(),
                    [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 }
@@ -59,10 +62,12 @@ void clear_secrets() {
   auto& list = secrets();
   std::lock_guard lock(list.mutex);
   list.values.clear();
+  list.any.store(false);
 }
 
 std::string redact(std::string_view text) {
   auto& list = secrets();
+  if (!list.any.load()) return std::string(text);
   std::lock_guard lock(list.mutex);
   std::string out(text);
   for (const std::string& secret : list.values) {
