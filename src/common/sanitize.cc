@@ -14,7 +14,7 @@ namespace {
 
 struct SecretList {
   std::mutex mutex;
-  std::atomic<bool> any{false};  // read without the lock: most processes register none
+  std::atomic<bool> any{false};     // read without the lock: most processes register none
   std::vector<std::string> values;  // longest first, so a secret containing another wins
 };
 
