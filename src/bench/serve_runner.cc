@@ -47,21 +47,11 @@ using metrics::ErrorKind;
 using metrics::RequestRecord;
 
 constexpr int64_t kProbePeriodNs = 1'000'000;
-// usage.completion_tokens may exceed max_tokens by this much before it is a bad count (a server
-// that counts a stop or end-of-sequence token on top).
-constexpr int64_t kUsageSlackTokens = 16;
-// usage.prompt_tokens beyond twice the prompt's tokens plus this (a chat template's framing) is
-// not a count of the prompt that was sent.
-constexpr int64_t kPromptUsageSlackTokens = 4096;
 
 int64_t thread_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 class Worker;
@@ -96,94 +86,14 @@ struct Shared {
   std::atomic<int64_t> output_tokens{0};
   std::atomic<int64_t> prompt_waits{0};
   std::atomic<int64_t> prompt_wait_max_ns{0};
-  std::atomic<int64_t> retries{0};
-  int64_t retry_budget = 0;                 // retries allowed over the whole run (retry_budget())
-  std::atomic<int64_t> retries_refused{0};  // retries not made because the budget was spent
+  RetryBudget retries;  // retries allowed over the whole run (retry_budget())
   std::mutex error_mutex;
   std::optional<Error> fatal;              // a client-side error (prompt synthesis) that ends the run
   std::optional<std::string> server_gone;  // the watched server refused connections while alive
   std::vector<Worker*> workers;            // set before the loops start
 };
 
-class Worker;
-
-// One request in flight: the ResponseSink that turns socket events into a RequestRecord.
-class InFlight final : public http::ResponseSink {
- public:
-  explicit InFlight(Worker* worker) : worker_(worker) {}
-
-  void reset(size_t position, int64_t scheduled_ns, const workload::RequestShape& shape, bool warmup) {
-    position_ = position;
-    rec = RequestRecord{};
-    rec.warmup = warmup;
-    rec.scheduled_ns = scheduled_ns;
-    rec.prompt_len = shape.prompt_len;
-    rec.expected_output_len = shape.output_len;
-    text.clear();
-    attempts = 0;
-    retry_pending = false;
-    restart();
-  }
-  void restart() {
-    sse_.reset();
-    rec.success = false;
-    rec.error_kind = ErrorKind::kNone;
-    rec.error_message.clear();
-    rec.http_status = 0;
-    rec.first_byte_ns = rec.first_token_ns = rec.end_ns = 0;
-    rec.content_event_ns.clear();
-    rec.tokens_per_event.clear();
-    rec.server_output_tokens = -1;
-    rec.output_len = 0;
-    text.clear();
-    last_usage_ = 0;
-    saw_done_ = false;
-    saw_finish_ = false;
-    error_body_.clear();
-    retry_after_.clear();
-  }
-
-  void on_send(int64_t t_ns) override { rec.send_ns = t_ns; }
-  void on_head(const http::ResponseHead& head, int64_t first_byte_ns) override {
-    rec.first_byte_ns = first_byte_ns;
-    rec.http_status = head.status;
-    retry_after_ = std::string(head.retry_after);
-    if (head.status != 200) rec.error_kind = ErrorKind::kHttpStatus;
-  }
-  bool on_body(std::string_view bytes, int64_t t_ns) override;
-  void on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) override;
-
-  size_t position_ = 0;
-  RequestRecord rec;
-  std::string body;
-  std::string text;
-  int attempts = 0;
-  // A resend is scheduled (backoff); the ticket tells a stale timer from the current one.
-  bool retry_pending = false;
-  uint64_t retry_ticket = 0;
-  const std::string& retry_after() const { return retry_after_; }
-
- private:
-  bool on_event(const http::SseEvent& event, int64_t t_ns);
-  std::optional<std::string> bad_usage(const openai::StreamChunk& chunk) const;
-  void classify_clean_end();
-  void fail_with(ErrorKind kind, std::string message) {
-    if (rec.error_kind == ErrorKind::kNone || rec.error_kind == ErrorKind::kHttpStatus) {
-      rec.error_kind = kind;
-      rec.error_message = std::move(message);
-    }
-  }
-
-  Worker* worker_;
-  http::SseDecoder sse_;
-  int64_t last_usage_ = 0;
-  bool saw_done_ = false;
-  bool saw_finish_ = false;
-  std::string error_body_;
-  std::string retry_after_;
-};
-
-class Worker {
+class Worker final : public ExchangeOwner {
  public:
   Worker(int id, int count, Shared& shared, http::LoopOptions loop_options)
       : id_(id),
@@ -196,12 +106,12 @@ class Worker {
   const ServeRunnerOptions& options() const { return *shared_.options; }
   // Tokens streamed so far in the measured phase; written by this worker only, read by the
   // progress line.
-  void count_streamed(int64_t tokens) {
+  void count_streamed(int64_t tokens) override {
     if (measuring_)
       streamed_tokens_.store(streamed_tokens_.load(std::memory_order_relaxed) + tokens, std::memory_order_relaxed);
   }
   int64_t streamed_tokens() const { return streamed_tokens_.load(std::memory_order_relaxed); }
-  openai::StreamChunkDecoder& chunk_decoder() { return chunk_decoder_; }
+  openai::StreamChunkDecoder& chunk_decoder() override { return chunk_decoder_; }
 
   // Loop thread.
   void start_phase(Phase* phase, int64_t slots) {
@@ -234,21 +144,22 @@ class Worker {
     loop_.call_at(probe_due_ns_, [this] { probe(); });
   }
 
-  void complete(InFlight* f) {
+  void complete(Exchange& exchange) override {
+    Exchange* f = &exchange;
     --in_flight_;
     const bool ok = f->rec.success;
     const bool refused = !ok && f->rec.error_kind == ErrorKind::kConnect;
     if (!f->rec.warmup) {
       (ok ? shared_.completed : shared_.failed).fetch_add(1, std::memory_order_relaxed);
       shared_.output_tokens.fetch_add(std::max<int64_t>(f->rec.output_len, 0), std::memory_order_relaxed);
-      f->rec.index = static_cast<int64_t>(f->position_ - options().warmups.size());
+      f->rec.index = static_cast<int64_t>(f->tag - options().warmups.size());
       texts_.push_back(std::move(f->text));
       records_.push_back(std::move(f->rec));
     } else {
       ++warmup_done_;
       if (!ok) ++warmup_failed_;
     }
-    free_.push_back(f);
+    exchanges_.release(f);
     if (!ok && options().server_pid > 0 && !phase_->stopping.load(std::memory_order_relaxed)) {
       // The server died, or refuses connections while it shuts down (its listener closes before
       // its process exits): stop at once instead of burning the remaining requests on refused
@@ -283,24 +194,10 @@ class Worker {
 
   // Schedules a resend of a failed request after its backoff (or the server's Retry-After), when
   // it has attempts left, the run's retry budget is not spent and the phase is not stopping.
-  bool retry(InFlight* f) {
-    if (f->attempts >= options().max_retries || phase_->stopping.load(std::memory_order_relaxed)) return false;
-    if (shared_.retries.fetch_add(1, std::memory_order_relaxed) >= shared_.retry_budget) {
-      shared_.retries.fetch_sub(1, std::memory_order_relaxed);
-      shared_.retries_refused.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    const int64_t delay = http::retry_delay_ns(f->attempts, f->retry_after(), unix_now_s(), jitter_.uniform01());
-    ++f->attempts;
-    f->retry_pending = true;
-    const uint64_t ticket = ++f->retry_ticket;
-    loop_.call_at(loop_.now_ns() + delay, [this, f, ticket] {
-      if (!f->retry_pending || f->retry_ticket != ticket) return;
-      f->retry_pending = false;
-      f->restart();
-      loop_.submit(make_request(*f), f);
-    });
-    return true;
+  bool resend(Exchange& f) override {
+    if (phase_->stopping.load(std::memory_order_relaxed)) return false;
+    return schedule_resend(loop_, f, options().max_retries, shared_.retries, jitter_,
+                           [this](const Exchange& e) { return make_request(e); });
   }
 
   // Main thread, after the loops stopped.
@@ -385,7 +282,7 @@ class Worker {
     return false;
   }
 
-  http::Request make_request(const InFlight& f) {
+  http::Request make_request(const Exchange& f) {
     http::Request request;
     request.target = options().endpoint;
     request.timeout_ns = options().request_timeout_ns;
@@ -394,7 +291,7 @@ class Worker {
       // vLLM's request ids: the prefix and the measured request's index (the server's logs and
       // traces can then be joined with the per-request records).
       request.headers.push_back(
-          {"x-request-id", options().request_id_prefix + std::to_string(f.position_ - options().warmups.size())});
+          {"x-request-id", options().request_id_prefix + std::to_string(f.tag - options().warmups.size())});
     }
     request.body = f.body;
     return request;
@@ -428,21 +325,11 @@ class Worker {
                                  .continuous_usage = o.continuous_usage && openai::supports_continuous_usage(o.backend),
                                  .logprobs = o.logprobs,
                                  .extra_body = &o.extra_body};
-    InFlight* f = acquire();
-    f->reset(p, scheduled_ns, shape, warmup);
+    Exchange* f = exchanges_.acquire();
+    f->reset(p, scheduled_ns, shape.prompt_len, shape.output_len, warmup);
     f->body = openai::build_request_body(o.backend, cr);
     ++in_flight_;
     loop_.submit(make_request(*f), f);
-  }
-
-  InFlight* acquire() {
-    if (free_.empty()) {
-      pool_.push_back(std::make_unique<InFlight>(this));
-      return pool_.back().get();
-    }
-    InFlight* f = free_.back();
-    free_.pop_back();
-    return f;
   }
 
   void check_done() {
@@ -461,11 +348,11 @@ class Worker {
 
   // A stop: requests waiting for their resend end now with the failure that made them wait.
   void finish_pending_retries() {
-    for (auto& f : pool_) {
+    for (const auto& f : exchanges_.all()) {
       if (!f->retry_pending) continue;
       f->retry_pending = false;
       f->rec.output_len = 0;
-      complete(f.get());
+      complete(*f);
     }
   }
 
@@ -489,8 +376,7 @@ class Worker {
   int64_t in_flight_ = 0;
   bool done_reported_ = false;
   size_t cursor_ = 0;
-  std::vector<std::unique_ptr<InFlight>> pool_;
-  std::vector<InFlight*> free_;
+  ExchangePool exchanges_{this};
   std::vector<RequestRecord> records_;
   std::vector<std::string> texts_;
   int64_t warmup_failed_ = 0;
@@ -501,151 +387,6 @@ class Worker {
   std::atomic<int64_t> streamed_tokens_{0};
   int64_t cpu_start_ns_ = 0, cpu_end_ns_ = 0, wall_start_ns_ = 0, wall_end_ns_ = 0;
 };
-
-// The start of a body kept to explain a failure, and how much of it the message shows. More is
-// kept than shown so that a credential the server echoes is redacted whole before the cut.
-constexpr size_t kErrorBodyKeptBytes = 4096;
-constexpr size_t kErrorBodyShownBytes = 300;
-
-bool InFlight::on_body(std::string_view bytes, int64_t t_ns) {
-  const auto keep = [&] {
-    if (error_body_.size() < kErrorBodyKeptBytes)
-      error_body_.append(bytes.substr(0, kErrorBodyKeptBytes - error_body_.size()));
-  };
-  if (rec.error_kind == ErrorKind::kHttpStatus) {
-    keep();
-    return true;
-  }
-  bool keep_going = true;
-  const bool before_first_event = sse_.events_decoded() == 0;
-  auto fed = sse_.feed(bytes, [&](const http::SseEvent& event) {
-    keep_going = on_event(event, t_ns);
-    return keep_going;
-  });
-  // The start of a body that holds no event yet, to explain a response that is not an event
-  // stream (kept only until the first event, so a stream's bytes are not copied).
-  if (before_first_event && sse_.events_decoded() == 0) keep();
-  if (!fed) {
-    fail_with(ErrorKind::kMalformed, fed.error().message());
-    return false;
-  }
-  return keep_going;
-}
-
-bool InFlight::on_event(const http::SseEvent& event, int64_t t_ns) {
-  auto chunk = worker_->chunk_decoder().decode(event.data);
-  if (!chunk) {
-    fail_with(ErrorKind::kMalformed, chunk.error().message());
-    return false;
-  }
-  switch (chunk->kind) {
-    case openai::StreamChunk::Kind::kDone: saw_done_ = true; return true;
-    case openai::StreamChunk::Kind::kError:
-      fail_with(ErrorKind::kServerError, "server error in stream: " + chunk->error);
-      return false;
-    case openai::StreamChunk::Kind::kData: break;
-  }
-  if (auto bad = bad_usage(*chunk)) {
-    fail_with(ErrorKind::kBadUsage, std::move(*bad));
-    return false;
-  }
-  int64_t delta = 0;
-  if (chunk->completion_tokens >= 0) {
-    delta = chunk->completion_tokens - last_usage_;
-    last_usage_ = chunk->completion_tokens;
-    rec.server_output_tokens = chunk->completion_tokens;
-  }
-  if (chunk->has_choices) {
-    if (chunk->finished) saw_finish_ = true;
-    const bool content = !chunk->text.empty() || delta > 0;
-    if (content) {
-      if (rec.first_token_ns == 0) rec.first_token_ns = t_ns;
-      rec.content_event_ns.push_back(t_ns);
-      // Usage in a chunk with choices means continuous usage: the delta is this chunk's tokens.
-      rec.tokens_per_event.push_back(chunk->completion_tokens >= 0 ? static_cast<int32_t>(std::max<int64_t>(delta, 1))
-                                                                   : 1);
-      text.append(chunk->text);
-      worker_->count_streamed(rec.tokens_per_event.back());
-    }
-  }
-  return true;
-}
-
-// Usage counts that cannot be true of this request: never added to any total.
-std::optional<std::string> InFlight::bad_usage(const openai::StreamChunk& chunk) const {
-  if (!chunk.bad_usage_key.empty()) return fmt::format("server reported {}", chunk.usage_problem());
-  if (chunk.completion_tokens > rec.expected_output_len + kUsageSlackTokens) {
-    return fmt::format("server reported usage.completion_tokens {}, more than the {} requested (max_tokens) + {}",
-                       chunk.completion_tokens, rec.expected_output_len, kUsageSlackTokens);
-  }
-  if (chunk.prompt_tokens > 2 * rec.prompt_len + kPromptUsageSlackTokens) {
-    return fmt::format("server reported usage.prompt_tokens {} for a {}-token prompt (more than 2 x {} + {})",
-                       chunk.prompt_tokens, rec.prompt_len, rec.prompt_len, kPromptUsageSlackTokens);
-  }
-  return std::nullopt;
-}
-
-ErrorKind error_kind_of(http::FailureKind kind) {
-  switch (kind) {
-    case http::FailureKind::kNone: return ErrorKind::kNone;
-    case http::FailureKind::kConnect: return ErrorKind::kConnect;
-    case http::FailureKind::kTimeout: return ErrorKind::kTimeout;
-    case http::FailureKind::kReset: return ErrorKind::kReset;
-    case http::FailureKind::kClosed: return ErrorKind::kTruncated;
-    case http::FailureKind::kMalformed: return ErrorKind::kMalformed;
-    case http::FailureKind::kCancelled: return ErrorKind::kCancelled;
-  }
-  return ErrorKind::kOther;
-}
-
-// A response that arrived whole: is it a complete stream with content?
-void InFlight::classify_clean_end() {
-  if (sse_.events_decoded() == 0) {
-    rec.error_kind = ErrorKind::kMalformed;
-    rec.error_message = fmt::format("response is not an event stream (no SSE event): '{}'",
-                                    ix::storable(error_body_, kErrorBodyShownBytes));
-  } else if (!saw_done_ && !saw_finish_) {
-    rec.error_kind = ErrorKind::kTruncated;
-    rec.error_message = fmt::format("stream ended without [DONE] or finish_reason after {} content events{}",
-                                    rec.content_event_ns.size(), sse_.has_partial() ? " (last event incomplete)" : "");
-  } else if (rec.content_event_ns.empty()) {
-    // vLLM fails such a request too ("Never received a valid chunk"): a TTFT of 0 would be
-    // data the server did not produce.
-    rec.error_kind = ErrorKind::kNoContent;
-    rec.error_message = fmt::format(
-        "stream completed with {} events but no content-bearing one (no text, no token usage)", sse_.events_decoded());
-  }
-}
-
-bool retriable(const RequestRecord& rec) {
-  return rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
-         (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
-}
-
-void InFlight::on_done(http::FailureKind kind, std::string_view message, int64_t t_ns) {
-  rec.end_ns = t_ns;
-  if (rec.error_kind == ErrorKind::kHttpStatus) {
-    rec.error_message = fmt::format("HTTP {}: {}", rec.http_status, ix::storable(error_body_, kErrorBodyShownBytes));
-  } else if (rec.error_kind == ErrorKind::kNone) {
-    if (kind == http::FailureKind::kNone) {
-      classify_clean_end();
-    } else {
-      rec.error_kind = error_kind_of(kind);
-    }
-    if (rec.error_kind != ErrorKind::kNone && rec.error_message.empty()) rec.error_message = std::string(message);
-  }
-  // Everything in a message may be the server's bytes (a body excerpt cut at a byte count, a
-  // malformed chunk, an echoed credential): stored valid UTF-8, with the secrets redacted.
-  if (!rec.error_message.empty()) rec.error_message = ix::storable(rec.error_message);
-  rec.success = rec.error_kind == ErrorKind::kNone;
-  if (rec.success) {
-    rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later
-  } else {
-    if (retriable(rec) && worker_->retry(this)) return;
-    rec.output_len = 0;
-  }
-  worker_->complete(this);
-}
 
 }  // namespace
 
@@ -698,10 +439,6 @@ void judge_client_delay(const ClientDelay& d, metrics::ClientHealth& h) {
   }
 }
 
-int64_t retry_budget(int64_t requests) {
-  return kRetryBudgetFloor + static_cast<int64_t>(std::ceil(kRetryBudgetShare * static_cast<double>(requests)));
-}
-
 std::string profile_request_body(const ServeRunnerOptions& options, bool start) {
   const boost::json::object profile{{"num_steps", 1}, {"merge_profiles", true}, {"profile_by_stage", true}};
   openai::CompletionRequest request;
@@ -750,7 +487,7 @@ class WorkerPool {
  public:
   explicit WorkerPool(const ServeRunnerOptions& options) : threads_(worker_thread_count(options)) {
     shared.options = &options;
-    shared.retry_budget = retry_budget(static_cast<int64_t>(options.warmups.size() + options.measured.size()));
+    shared.retries.set(retry_budget(static_cast<int64_t>(options.warmups.size() + options.measured.size())));
   }
   ~WorkerPool() { join(); }
   WorkerPool(const WorkerPool&) = delete;
@@ -1132,8 +869,8 @@ void record_counters(ServeRunnerOutput& out, const Merged& m, Shared& shared) {
   };
   // CPU the event-loop threads used in the measured window (cost per event = this / events).
   out.extra["client_loop_cpu_s"] = static_cast<double>(m.client_cpu_ns) / 1e9;
-  out.extra["retries"] = shared.retries.load();
-  out.extra["retries_refused_by_budget"] = shared.retries_refused.load();
+  out.extra["retries"] = shared.retries.used();
+  out.extra["retries_refused_by_budget"] = shared.retries.refused();
   out.extra["warmup_failed"] = out.warmup_failed;
   out.extra["prompt_waits"] = shared.prompt_waits.load();
   std::lock_guard lock(shared.error_mutex);

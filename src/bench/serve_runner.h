@@ -13,10 +13,8 @@
 // Warmup requests run first (closed loop at the same concurrency) and are excluded from every
 // statistic; the measured window starts after they drain.
 //
-// Timing: send = just before the request bytes are written; each SSE event is stamped with the
-// time its bytes were read, before JSON parsing (http/client.h). Content-bearing events are
-// those whose choice carries text (or reasoning text), or whose usage delta shows new tokens;
-// a role-only first chat chunk is not a token.
+// Each request travels as an Exchange (bench/exchange.h: send and SSE timing, classification,
+// resends within a retry budget); this file decides when requests go.
 //
 // Self-check: every worker runs a 1 ms probe timer and records how late it fires (event-loop
 // lag) and its thread CPU time. Received bytes carry the kernel's receive timestamp (plain TCP),
@@ -44,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/exchange.h"
 #include "common/error.h"
 #include "http/client.h"
 #include "metrics/serve_result.h"
@@ -133,15 +132,6 @@ struct ServeRunnerOutput {
   // invalid_reasons), so the caller can keep that and still fail.
   std::optional<Error> fatal;
 };
-
-// Retries are bounded per request and over the run (a retry budget, as Envoy's: retries may add
-// at most kRetryBudgetShare of the run's requests, plus kRetryBudgetFloor so a short run against
-// a flaky server still retries). A retry the budget refuses leaves the request failed.
-inline constexpr int kMaxRetriesPerRequest = 20;
-inline constexpr double kRetryBudgetShare = 0.2;
-inline constexpr int64_t kRetryBudgetFloor = 10;
-// The retries a run of `requests` (warmups and measured) may make in all.
-int64_t retry_budget(int64_t requests);
 
 // Errors only for problems of the client itself found before the first send (unresolvable
 // host, bad schedule); failures of the server are records, and a client error during the run is
