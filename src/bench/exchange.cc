@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 
 #include "common/sanitize.h"
+#include "common/strings.h"
 #include "http/client_retry.h"
 
 namespace ix::bench {
@@ -234,6 +237,57 @@ Exchange* ExchangePool::acquire() {
   Exchange* e = free_.back();
   free_.pop_back();
   return e;
+}
+
+std::vector<http::Header> request_headers(std::string_view api_key, const std::vector<http::Header>& extra,
+                                         std::vector<http::Header> defaults) {
+  std::vector<http::Header> out = std::move(defaults);
+  auto put = [&out](http::Header header) {
+    auto same = [&header](const http::Header& h) { return ascii_iequals(h.name, header.name); };
+    if (auto it = std::find_if(out.begin(), out.end(), same); it != out.end()) {
+      *it = std::move(header);
+    } else {
+      out.push_back(std::move(header));
+    }
+  };
+  if (!api_key.empty()) put({"Authorization", "Bearer " + std::string(api_key)});
+  for (const auto& header : extra) put(header);
+  return out;
+}
+
+// --header KEY=VALUE (vLLM's --header): split at the first '=', surrounding spaces dropped. The
+// name must be an HTTP token and the value free of control characters (a CR/LF would inject
+// headers of its own); the headers that frame the message or the connection stay the client's;
+// a name given twice is refused rather than one value silently dropped.
+Result<std::vector<http::Header>> parse_headers(const std::vector<std::string>& items) {
+  auto is_token_char = [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  std::vector<http::Header> out;
+  for (const auto& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return fail(Error(ErrorCode::kInvalidArgument, fmt::format("--header '{}': expected KEY=VALUE (e.g. --header x-request-source=ixbench)", item)));
+    const std::string name(strip(std::string_view(item).substr(0, eq)));
+    const std::string value(strip(std::string_view(item).substr(eq + 1)));
+    if (name.empty() || !std::all_of(name.begin(), name.end(), is_token_char))
+      return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
+          "--header '{}': '{}' is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)", item, name)));
+    if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+      return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
+          "--header {}: the value holds a control character (CR, LF, ...); HTTP header values cannot", name)));
+    for (const char* owned : {"host", "content-length", "transfer-encoding", "connection", "te", "upgrade", "expect"}) {
+      if (ascii_iequals(name, owned))
+        return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
+            "--header {}: set by the client itself (it frames the request or keeps the connection); remove it", name)));
+    }
+    for (const auto& earlier : out) {
+      if (ascii_iequals(earlier.name, name))
+        return fail(Error(ErrorCode::kInvalidArgument, fmt::format("--header {} is given twice; give each header once", name)));
+    }
+    out.push_back({name, value});
+  }
+  return out;
 }
 
 int64_t retry_budget(int64_t requests) {

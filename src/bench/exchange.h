@@ -134,6 +134,17 @@ class RetryBudget {
 bool schedule_resend(http::ClientLoop& loop, Exchange& exchange, int max_retries, RetryBudget& budget, Rng& jitter,
                      std::function<http::Request(const Exchange&)> request);
 
+// The headers of a request to the server: `defaults` (the client's own), Authorization from
+// `api_key`, then `extra` (--header), each replacing an earlier one of the same name
+// (case-insensitive), as vLLM's extra headers do.
+std::vector<http::Header> request_headers(std::string_view api_key, const std::vector<http::Header>& extra,
+                                         std::vector<http::Header> defaults);
+
+// --header KEY=VALUE items (vLLM's --header) as headers: split at the first '=', surrounding
+// spaces dropped; refused (kInvalidArgument): a name that is not an HTTP token, a value with a
+// control character, a header that frames the message or the connection, a name given twice.
+Result<std::vector<http::Header>> parse_headers(const std::vector<std::string>& items);
+
 // The wall clock, seconds since the Unix epoch.
 double unix_now_s();
 

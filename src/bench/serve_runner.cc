@@ -391,18 +391,7 @@ class Worker final : public ExchangeOwner {
 }  // namespace
 
 std::vector<http::Header> server_headers(const ServeRunnerOptions& options, std::vector<http::Header> defaults) {
-  std::vector<http::Header> out = std::move(defaults);
-  auto put = [&out](http::Header header) {
-    auto same = [&header](const http::Header& h) { return ascii_iequals(h.name, header.name); };
-    if (auto it = std::find_if(out.begin(), out.end(), same); it != out.end()) {
-      *it = std::move(header);
-    } else {
-      out.push_back(std::move(header));
-    }
-  };
-  if (!options.api_key.empty()) put({"Authorization", "Bearer " + options.api_key});
-  for (const auto& header : options.extra_headers) put(header);
-  return out;
+  return request_headers(options.api_key, options.extra_headers, std::move(defaults));
 }
 
 void judge_client_delay(const ClientDelay& d, metrics::ClientHealth& h) {

@@ -1,0 +1,411 @@
+#include "bench/replay_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "bench/aiperf_export.h"
+#include "bench/exchange.h"
+#include "bench/replay_runner.h"
+#include "common/file_io.h"
+#include "common/json_io.h"
+#include "common/log.h"
+#include "common/sanitize.h"
+#include "common/stop_signal.h"
+#include "metrics/replay_result.h"
+#include "tokenizer/tokenizer.h"
+#include "workload/trace.h"
+
+namespace ix::bench {
+namespace {
+
+inline constexpr std::string_view kReplayResultFile = "replay_result.json";
+
+Error invalid(std::string message) {
+  return Error(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// --extra-inputs: aiperf's `key:value` items (the value read as JSON when it is, else as text),
+// or one JSON object.
+Result<boost::json::object> parse_extra_inputs(const std::vector<std::string>& items) {
+  boost::json::object out;
+  for (const auto& item : items) {
+    if (!item.empty() && item.front() == '{') {
+      auto parsed = json::parse(item, "--extra-inputs");
+      if (!parsed || !parsed->is_object())
+        return fail(invalid(fmt::format("--extra-inputs '{}': not a JSON object (use {{\"key\": value}} or key:value)",
+                                        ix::printable(item, 200))));
+      for (const auto& [k, v] : parsed->as_object()) out[k] = v;
+      continue;
+    }
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0)
+      return fail(invalid(fmt::format("--extra-inputs '{}': expected key:value (e.g. --extra-inputs temperature:0.6)",
+                                      ix::printable(item, 200))));
+    const std::string key = item.substr(0, colon), text = item.substr(colon + 1);
+    boost::system::error_code ec;
+    boost::json::value value = boost::json::parse(text, ec);
+    out[key] = ec ? boost::json::value(text) : std::move(value);
+  }
+  return out;
+}
+
+workload::TraceFormat trace_format_of(std::string_view name) {
+  if (name == "mooncake" || name == "mooncake_trace") return workload::TraceFormat::kMooncake;
+  if (name == "session" || name == "weka_trace") return workload::TraceFormat::kSession;
+  return workload::TraceFormat::kAuto;
+}
+
+Result<void> check_ranges(const BenchReplayOptions& o) {
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (o.trace.empty()) {
+    if (!o.public_dataset.empty())
+      return fail(invalid(fmt::format(
+          "--public-dataset {}: public datasets are not downloaded; pass the trace file or directory with --trace",
+          o.public_dataset)));
+    return fail(invalid("no trace: pass --trace FILE (Mooncake JSONL, a session-trace .json/.jsonl, or a directory)"));
+  }
+  if (o.model.empty()) return fail(invalid("--model is required (the \"model\" field of every request)"));
+  if (o.endpoint_type != "chat")
+    return fail(invalid(fmt::format("--endpoint-type {}: bench replay sends chat requests; use chat", o.endpoint_type)));
+  if (o.concurrency < 1) return fail(invalid(fmt::format("--concurrency must be >= 1, got {}", o.concurrency)));
+  if (!positive(o.benchmark_duration_s)) return fail(invalid("--benchmark-duration must be a number of seconds > 0"));
+  if (!non_negative(o.benchmark_grace_s) || !non_negative(o.warmup_grace_s) || !non_negative(o.idle_cap_s) ||
+      !non_negative(o.system_idle_cap_s))
+    return fail(invalid("grace periods and idle-gap caps must be numbers of seconds >= 0"));
+  if (!(o.failed_request_threshold >= 0 && o.failed_request_threshold <= 1))
+    return fail(invalid(fmt::format("--failed-request-threshold must be in [0, 1], got {}", o.failed_request_threshold)));
+  if (!(o.start_min_ratio >= 0 && o.start_min_ratio <= o.start_max_ratio && o.start_max_ratio <= 1))
+    return fail(invalid(fmt::format(
+        "--trajectory-start-min-ratio {} / --trajectory-start-max-ratio {}: need 0 <= min <= max <= 1",
+        o.start_min_ratio, o.start_max_ratio)));
+  if (o.warmup_per_lane < 0) return fail(invalid("--warmup-requests-per-lane must be >= 0"));
+  if (o.max_context_length && *o.max_context_length < 1) return fail(invalid("--max-context-length must be >= 1"));
+  if (!positive(o.slice_duration_s)) return fail(invalid("--slice-duration must be a number of seconds > 0"));
+  if (!positive(o.fixed_schedule_speedup)) return fail(invalid("--fixed-schedule-speedup must be > 0"));
+  if (o.num_dataset_entries && *o.num_dataset_entries < 1) return fail(invalid("--num-dataset-entries must be >= 1"));
+  if (!positive(o.request_timeout_s)) return fail(invalid("--request-timeout must be a number of seconds > 0"));
+  if (o.seed < 0) return fail(invalid("--random-seed must be >= 0"));
+  if (o.server_pid && *o.server_pid <= 0) return fail(invalid("--server-pid must be a process id >= 1"));
+  return {};
+}
+
+// What the run needs, loaded: the trace, the tokenizer and its prompt synthesizer.
+struct ReplayInputs {
+  workload::Trace trace;
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+  std::optional<tok::PromptSynth> synth;
+  boost::json::object extra_body;
+  std::vector<http::Header> headers;
+  http::Url base;
+};
+
+Result<ReplayInputs> load_inputs(const BenchReplayOptions& o) {
+  ReplayInputs in;
+  auto base = http::Url::parse(o.url);
+  if (!base) return fail(base.error().with_context("--url"));
+  in.base = *base;
+  auto extra = parse_extra_inputs(o.extra_inputs);
+  if (!extra) return fail(extra.error());
+  in.extra_body = std::move(*extra);
+  auto headers = parse_headers(o.headers);
+  if (!headers) return fail(headers.error());
+  in.headers = std::move(*headers);
+  auto trace = workload::load_trace(o.trace, {.format = trace_format_of(o.trace_format), .block_size = o.block_size});
+  if (!trace) return fail(trace.error().with_context("--trace"));
+  in.trace = std::move(*trace);
+  if (o.num_dataset_entries && static_cast<size_t>(*o.num_dataset_entries) < in.trace.trees.size())
+    in.trace.trees.resize(static_cast<size_t>(*o.num_dataset_entries));
+  if (in.trace.trees.empty()) return fail(invalid(fmt::format("--trace {}: holds no session or row", o.trace)));
+  const std::string tokenizer_name = o.tokenizer.empty() ? o.model : o.tokenizer;
+  auto tokenizer = tok::load_tokenizer(tokenizer_name);
+  if (!tokenizer) return fail(tokenizer.error().with_context(fmt::format("--tokenizer {}", tokenizer_name)));
+  in.tokenizer = std::move(*tokenizer);
+  auto synth = tok::PromptSynth::create(*in.tokenizer);
+  if (!synth) return fail(synth.error());
+  in.synth.emplace(std::move(*synth));
+  return in;
+}
+
+// Where each completed request goes: a line of profile_export.jsonl and a compact sample.
+class RecordSink {
+ public:
+  explicit RecordSink(ProfileExportWriter writer) : writer_(std::move(writer)) {}
+  void add(metrics::ReplayRecord&& record, int64_t steady_to_unix_ns) {
+    samples_.push_back(metrics::make_replay_sample(record));
+    if (!error_) {
+      if (auto ok = writer_.write(record, steady_to_unix_ns); !ok) error_ = ok.error();
+    }
+  }
+  Result<void> close() {
+    auto closed = writer_.close();
+    if (error_) return fail(*error_);
+    return closed;
+  }
+  const std::vector<metrics::ReplaySample>& samples() const { return samples_; }
+
+ private:
+  ProfileExportWriter writer_;
+  std::vector<metrics::ReplaySample> samples_;
+  std::optional<Error> error_;
+};
+
+// Scrapes the Prometheus endpoints every `interval` on its own thread (aiperf scrapes every
+// 0.333 s) into a ServerMetricsCollector, from construction to stop().
+class MetricsScraper {
+ public:
+  MetricsScraper(std::vector<std::string> urls, double interval_s) : urls_(std::move(urls)), interval_s_(interval_s) {
+    if (!urls_.empty()) thread_ = std::thread([this] { loop(); });
+  }
+  ~MetricsScraper() { stop(); }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  const ServerMetricsCollector& collector() const { return collector_; }
+  bool any() const { return scrapes_ > 0; }
+
+ private:
+  void scrape_once() {
+    for (const auto& url : urls_) {
+      auto target = http::Url::parse(url);
+      if (!target) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = http::fetch(*target, "GET", target->path.empty() ? "/metrics" : "", "", {}, 5'000'000'000);
+      if (!r || r->status != 200) continue;
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const int64_t unix_ns = static_cast<int64_t>(unix_now_s() * 1e9);
+      collector_.add({.endpoint_url = url, .unix_ns = unix_ns, .text = r->body, .fetch_latency_ms = ms});
+      ++scrapes_;
+    }
+  }
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      scrape_once();
+      lock.lock();
+      wake_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; });
+    }
+    lock.unlock();
+    scrape_once();  // the window's end
+  }
+
+  std::vector<std::string> urls_;
+  double interval_s_;
+  ServerMetricsCollector collector_;
+  int64_t scrapes_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+std::vector<std::string> scrape_urls(const BenchReplayOptions& o, const http::Url& base) {
+  if (!o.server_metrics.empty()) return o.server_metrics;
+  if (o.no_server_metrics) return {};
+  return {base.origin() + base.path + "/metrics"};
+}
+
+ReplayRunnerOptions runner_options(const BenchReplayOptions& o, const ReplayInputs& in) {
+  ReplayRunnerOptions r;
+  r.base = in.base;
+  r.endpoint = o.endpoint;
+  r.model = o.model;
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key) r.api_key = key;
+  r.extra_headers = in.headers;
+  r.extra_body = in.extra_body;
+  r.verify_tls = !o.insecure;
+  r.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
+  r.trace = &in.trace;
+  r.synth = &*in.synth;
+  r.mode = o.fixed_schedule ? ReplayMode::kFixedSchedule : ReplayMode::kLanes;
+  r.concurrency = o.concurrency;
+  r.duration_s = o.benchmark_duration_s;
+  r.grace_s = o.benchmark_grace_s;
+  r.seed = static_cast<uint64_t>(o.seed);
+  r.start_min_ratio = o.start_min_ratio;
+  r.start_max_ratio = o.start_max_ratio;
+  r.warmup_per_lane = o.warmup_per_lane;
+  r.warmup_grace_s = o.warmup_grace_s;
+  r.idle_cap_s = o.idle_cap_s;
+  r.system_idle_cap_s = o.system_idle_cap_s;
+  r.single_pass = o.single_pass;
+  r.schedule_speedup = o.fixed_schedule_speedup;
+  r.max_context_length = o.max_context_length;
+  r.session_id_header = o.session_id_header;
+  r.live_assistant = o.live_assistant;
+  r.cache_bust = !o.no_cache_bust;
+  r.server_pid = o.server_pid.value_or(0);
+  r.interrupt = &StopSignals::flag();
+  return r;
+}
+
+void print_progress(const ReplayProgress& p) {
+  fmt::print(stderr, "\r\033[K{} sent {} | ok {} failed {} | in flight {} | {:.0f} s", p.warmup ? "warmup" : "profiling",
+             p.sent, p.completed, p.failed, p.in_flight, p.elapsed_s);
+  std::fflush(stderr);
+}
+
+metrics::ReplayRunInfo run_info(const BenchReplayOptions& o, const ReplayRunnerOutput& out,
+                                const boost::json::object* server_export) {
+  metrics::ReplayRunInfo info;
+  info.num_gpus = o.num_gpus;
+  info.failed_request_threshold = o.failed_request_threshold;
+  info.benchmark_duration_s = o.benchmark_duration_s;
+  info.open_loop = o.fixed_schedule;
+  if (server_export) info.server_prefix_cache = realized_prefix_cache(*server_export);
+  info.client_invalid_reasons = out.invalid_reasons;
+  return info;
+}
+
+boost::json::object run_section(const BenchReplayOptions& o, const ReplayInputs& in, const ReplayRunnerOutput& out) {
+  const workload::TraceStats stats = workload::trace_stats(in.trace);
+  return {{"tool", "ixbench bench replay"},
+          {"scenario", o.scenario},
+          {"url", o.url},
+          {"endpoint", o.endpoint},
+          {"model", o.model},
+          {"trace", o.trace},
+          {"trace_format", workload::trace_format_name(in.trace.format)},
+          {"trace_sessions", stats.sessions},
+          {"trace_turns", stats.turns},
+          {"trace_theoretical_prefix_hit", stats.prefix_hit()},
+          {"mode", o.fixed_schedule ? "fixed_schedule" : "lanes"},
+          {"concurrency", o.concurrency},
+          {"benchmark_duration_s", o.benchmark_duration_s},
+          {"random_seed", o.seed},
+          {"warmup_requests_per_lane", o.warmup_per_lane},
+          {"sent", out.sent},
+          {"warmup_sent", out.warmup_sent},
+          {"primers", out.primers},
+          {"skipped_context", out.skipped_context},
+          {"dropped_subagents", out.dropped_subagents},
+          {"tree_plays", out.tree_plays},
+          {"warmup_grace_expired", out.warmup_grace_expired},
+          {"stopped_early", out.stopped_early}};
+}
+
+// Builds and writes the ixbench result, aiperf's aggregate and the server-metrics export.
+Result<boost::json::object> write_outputs(const BenchReplayOptions& o, const ReplayInputs& in,
+                                          const ReplayRunnerOutput& out, const RecordSink& sink,
+                                          const MetricsScraper& scraper) {
+  const std::filesystem::path dir = o.artifact_dir;
+  std::optional<boost::json::object> server_export;
+  if (scraper.any()) {
+    server_export = scraper.collector().build({.start_unix_ns = out.profile_start_ns + out.steady_to_unix_ns,
+                                               .end_unix_ns = out.profile_end_ns + out.steady_to_unix_ns,
+                                               .slice_duration_s = o.slice_duration_s,
+                                               .endpoints_configured = o.server_metrics});
+  }
+  boost::json::object result = metrics::build_replay_result(sink.samples(), run_info(o, out, server_export ? &*server_export : nullptr));
+  result["run"] = run_section(o, in, out);
+  const auto& validity = result.at("validity").as_object();
+  AiperfAggregateInfo agg{.steady_to_unix_ns = out.steady_to_unix_ns,
+                          .scenario = o.scenario,
+                          .submission_valid = validity.at("submission_valid").as_bool()};
+  for (const auto& r : validity.at("reasons").as_array()) agg.submission_invalid_reasons.emplace_back(r.as_string());
+  if (auto ok = write_aiperf_aggregate(dir, build_aiperf_aggregate(sink.samples(), agg)); !ok) return fail(ok.error());
+  if (server_export) {
+    if (auto ok = write_server_metrics_export(dir, *server_export); !ok) return fail(ok.error());
+  }
+  if (auto ok = files::write_file(dir / kReplayResultFile, json::to_pretty_string(result) + "\n"); !ok)
+    return fail(ok.error());
+  return result;
+}
+
+void print_summary(const boost::json::object& result, const std::filesystem::path& dir) {
+  auto num = [&](std::initializer_list<std::string_view> path) -> double {
+    const boost::json::value* v = &result.at(*path.begin());
+    for (auto it = path.begin() + 1; it != path.end(); ++it) {
+      if (!v->is_object() || !v->as_object().contains(*it)) return NAN;
+      v = &v->as_object().at(*it);
+    }
+    return v->is_number() ? v->to_number<double>() : NAN;
+  };
+  const auto& acc = result.at("request_accounting").as_object();
+  fmt::print("============ Agentic Replay Result ============\n");
+  fmt::print("{:<40}{}\n", "Records (warmup + profiled + errors):", acc.at("records_total").as_int64());
+  fmt::print("{:<40}{}\n", "Profiled successful requests:", acc.at("records_profiled").as_int64());
+  fmt::print("{:<40}{}\n", "Dropped: warmup / errors:",
+             fmt::format("{} / {}", acc.at("records_warmup_dropped").as_int64(), acc.at("records_error_dropped").as_int64()));
+  fmt::print("{:<40}{:.2f}\n", "Duration (s):", num({"request_metrics", "throughput", "duration_seconds"}));
+  fmt::print("{:<40}{:.2f}\n", "Output tokens/s:", num({"request_metrics", "throughput", "output", "tokens_per_second"}));
+  fmt::print("{:<40}{:.2f}\n", "Total tokens/s:", num({"request_metrics", "throughput", "total", "tokens_per_second"}));
+  fmt::print("{:<40}{:.4f} / {:.4f}\n", "TTFT p50 / p90 (s):", num({"request_metrics", "latency", "ttft", "p50"}),
+             num({"request_metrics", "latency", "ttft", "p90"}));
+  fmt::print("{:<40}{:.4f} / {:.4f}\n", "E2EL p50 / p90 (s):", num({"request_metrics", "latency", "e2el", "p50"}),
+             num({"request_metrics", "latency", "e2el", "p90"}));
+  fmt::print("{:<40}{:.5f}\n", "ITL p50 (s):", num({"request_metrics", "latency", "itl", "p50"}));
+  fmt::print("{:<40}{:.4f}\n", "Theoretical prefix-cache hit:",
+             num({"prefix_cache", "theoretical", "profiling", "hit_rate"}));
+  fmt::print("{:<40}{:.4f}\n", "Realised prefix-cache hit (server):", num({"prefix_cache", "realized", "hit_rate"}));
+  const auto& validity = result.at("validity").as_object();
+  fmt::print("{:<40}{}\n", "Submission valid:", validity.at("submission_valid").as_bool() ? "yes" : "no");
+  for (const auto& r : validity.at("reasons").as_array()) fmt::print("  reason: {}\n", std::string_view(r.as_string()));
+  fmt::print("{:<40}{}\n", "Artifacts:", dir.string());
+  fmt::print("===============================================\n");
+  std::fflush(stdout);
+}
+
+int exit_status(const boost::json::object& result) {
+  if (const int sig = StopSignals::signal()) return 128 + sig;
+  for (const auto& r : result.at("validity").as_object().at("reasons").as_array()) {
+    const std::string_view reason = r.as_string();
+    if (reason == "error_rate_exceeded" || reason == "no_completed_requests") return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<int> run_bench_replay(const BenchReplayOptions& o) {
+  StopSignals stop_signals;
+  if (auto ok = check_ranges(o); !ok) return fail(ok.error());
+  auto inputs = load_inputs(o);
+  if (!inputs) return fail(inputs.error());
+  if (auto ok = files::check_directory_writable(o.artifact_dir.empty() ? "." : o.artifact_dir); !ok) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.artifact_dir, ec);
+    if (auto again = files::check_directory_writable(o.artifact_dir); !again)
+      return fail(again.error().with_context("--artifact-dir"));
+  }
+  auto writer = ProfileExportWriter::open(o.artifact_dir);
+  if (!writer) return fail(writer.error().with_context("--artifact-dir"));
+  RecordSink sink(std::move(*writer));
+  ReplayRunnerOptions run = runner_options(o, *inputs);
+  int64_t steady_to_unix = 0;
+  run.on_record = [&sink, &steady_to_unix](metrics::ReplayRecord&& r) { sink.add(std::move(r), steady_to_unix); };
+  if (o.progress && ::isatty(STDERR_FILENO)) run.on_progress = print_progress;
+  steady_to_unix = static_cast<int64_t>(unix_now_s() * 1e9) -
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  log::info("bench replay: {} ({} sessions) against {}{}, concurrency {}, {} s", o.trace, inputs->trace.trees.size(),
+            o.url, o.endpoint, o.concurrency, o.benchmark_duration_s);
+  MetricsScraper scraper(scrape_urls(o, inputs->base), std::min(0.333, o.slice_duration_s));
+  auto output = run_replay(run);
+  scraper.stop();
+  if (run.on_progress) fmt::print(stderr, "\r\033[K");
+  if (!output) return fail(output.error());
+  output->steady_to_unix_ns = steady_to_unix;  // the offset the records were exported with
+  auto closed = sink.close();
+  auto result = write_outputs(o, *inputs, *output, sink, scraper);
+  if (result) print_summary(*result, o.artifact_dir);
+  if (!closed) return fail(closed.error());
+  if (!result) return fail(result.error());
+  return exit_status(*result);
+}
+
+}  // namespace ix::bench

@@ -1,0 +1,49 @@
+// What one replayed request holds on the wire: the chat body of a turn's history (rendered from
+// block keys through tok::PromptSynth), the headers of its stream, and its theoretical prefix hit.
+//
+// Thread-safety: pure functions; PrefixSeen is one-thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "tokenizer/prompt_synth.h"
+#include "workload/replay_plan.h"
+
+namespace ix::bench {
+
+struct ReplayBody {
+  std::string_view model;
+  int64_t max_tokens = 1;  // max_completion_tokens
+  std::string_view cache_bust;  // prepended to the first message ("" for none)
+  // Live-assistant mode: the server's reply to turn k of the stream, by k (an assistant message
+  // added by turn k + 1 is sent as replies[k] instead of its recorded blocks). Empty: recorded.
+  const std::vector<std::string>* replies = nullptr;
+  const boost::json::object* extra = nullptr;  // merged last
+};
+
+// {"messages":[...],"model":...,"stream":true,"max_completion_tokens":N,"ignore_eos":true,
+//  "stream_options":{"include_usage":true}} + extra, as aiperf's agentic replay sends it.
+std::string render_replay_body(const std::vector<workload::HistoryMessage>& messages, const tok::PromptSynth& synth,
+                               const ReplayBody& body);
+
+// "[rid:<12 hex>]\n\n": the marker that keeps one tree play's prefixes apart from another's.
+std::string cache_bust_marker(uint64_t seed, uint64_t run_nonce, int64_t session_num, int64_t lane);
+
+// Blocks already seen (in one tree play, or across a Mooncake file): the theoretical prefix hit
+// of a request is its leading hash ids already seen.
+class PrefixSeen {
+ public:
+  // Counts the leading ids of `hash_ids` already seen, then marks them all seen.
+  int64_t hit_and_add(const std::vector<int64_t>& hash_ids);
+
+ private:
+  std::unordered_set<int64_t> seen_;
+};
+
+}  // namespace ix::bench
