@@ -100,6 +100,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parse_labels(std
 }
 
 bool belongs_to(std::string_view sample, std::string_view family) {
+  if (family.ends_with("_total")) family.remove_suffix(6);  // a counter's base name
   if (!sample.starts_with(family)) return false;
   const std::string_view suffix = sample.substr(family.size());
   return suffix.empty() || suffix == "_bucket" || suffix == "_sum" || suffix == "_count" || suffix == "_total" ||

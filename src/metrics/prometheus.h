@@ -35,7 +35,8 @@ struct PrometheusSeriesSample {
 
 // A metric family: the `# TYPE` (and `# HELP`) lines and the samples that follow them. A sample
 // belongs to the family of the closest TYPE line before it when its name is the family name or
-// the family name plus `_bucket`, `_sum`, `_count`, `_total` or `_created`; any other sample
+// the family name (without a counter's `_total`) plus `_bucket`, `_sum`, `_count`, `_total` or
+// `_created`; any other sample
 // starts a family of its own with type "untyped". Families keep the order of first appearance.
 struct PrometheusFamily {
   std::string name;              // the TYPE line's name (a counter's may end in `_total`)

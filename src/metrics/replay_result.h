@@ -13,7 +13,7 @@
 //     interpolation between closest ranks (k = (n−1)·p/100), over the values that are finite and
 //     > 0, in seconds (milliseconds / 1000, as the aggregation converts aiperf's exported ms).
 //
-// A 100,000-request run keeps one ReplaySample (64 bytes) per request; the records themselves
+// A 100,000-request run keeps one ReplaySample (72 bytes) per request; the records themselves
 // are streamed to disk as they complete (bench/aiperf_export.h).
 //
 // Thread-safety: plain values and pure functions; no I/O, no clock.
