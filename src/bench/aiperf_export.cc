@@ -99,7 +99,7 @@ Result<ProfileExportWriter> ProfileExportWriter::open(const fs::path& dir) {
 
 Result<void> ProfileExportWriter::write(const ReplayRecord& record, int64_t steady_to_unix_ns) {
   if (record.skipped_context) return {};
-  buffer_ += json::serialize(profile_export_row(record, steady_to_unix_ns));
+  buffer_ += ix::json::to_string(profile_export_row(record, steady_to_unix_ns));
   buffer_ += '\n';
   ++rows_;
   if (buffer_.size() >= kFlushBytes) return flush();
