@@ -44,7 +44,7 @@ ReplayRecord success(int i) {
   r.rec.send_ns = kT + 200 * i * kMs;
   r.rec.first_token_ns = r.rec.send_ns + (50 + 10 * i) * kMs;
   r.rec.output_len = 8 + i;
-  r.rec.end_ns = r.rec.first_token_ns + 20 * (r.rec.output_len - 1) * kMs;
+  r.rec.end_ns = r.rec.first_token_ns + (20 + i) * (r.rec.output_len - 1) * kMs;  // ITL 20 + i ms
   r.rec.prompt_len = 1000 + 100 * i;
   if (i % 2 == 0) r.server_prompt_tokens = r.rec.prompt_len + 3;
   r.rec.success = true;
@@ -151,6 +151,13 @@ AiperfAggregateInfo fixture_aggregate_info() {
   return info;
 }
 
+// The replay result of the fixture (8 GPUs), as the golden replay_result.json holds it.
+json::object fixture_result() {
+  metrics::ReplayRunInfo info;
+  info.num_gpus = 8;
+  return metrics::build_replay_result(fixture_samples(), info);
+}
+
 // Writes the three artifacts of the fixture into `dir`.
 void write_fixture_artifacts(const fs::path& dir) {
   auto writer = ProfileExportWriter::open(dir);
@@ -176,8 +183,8 @@ TEST(AiperfExport, RowCarriesAiperfFieldsAndUnits) {
   const auto& metrics = at_obj(row, "metrics");
   EXPECT_EQ(at_obj(metrics, "time_to_first_token").at("unit").as_string(), "ms");
   EXPECT_DOUBLE_EQ(at_obj(metrics, "time_to_first_token").at("value").as_double(), 60.0);
-  EXPECT_DOUBLE_EQ(at_obj(metrics, "request_latency").at("value").as_double(), 60.0 + 20 * 8);
-  EXPECT_DOUBLE_EQ(at_obj(metrics, "inter_token_latency").at("value").as_double(), 20.0);
+  EXPECT_DOUBLE_EQ(at_obj(metrics, "request_latency").at("value").as_double(), 60.0 + 21 * 8);
+  EXPECT_DOUBLE_EQ(at_obj(metrics, "inter_token_latency").at("value").as_double(), 21.0);
   EXPECT_EQ(at_obj(metrics, "input_sequence_length").at("unit").as_string(), "tokens");
   EXPECT_EQ(at_obj(metrics, "input_sequence_length").at("value").as_int64(), 1100);  // no server count
   EXPECT_EQ(at_obj(metrics, "output_sequence_length").at("value").as_int64(), 9);
@@ -300,6 +307,11 @@ TEST(AiperfExport, ArtifactsMatchTheGoldenFiles) {
     ASSERT_FALSE(golden.empty()) << "missing " << (golden_dir / name) << " (run with IXBENCH_UPDATE_GOLDENS=1)";
     EXPECT_EQ(actual, golden) << name << " differs from its golden file";
   }
+  // The replay result of the same records, which the InferenceX integration test compares with
+  // what the aggregation computes from the artifacts.
+  const std::string result = ix::json::to_pretty_string(fixture_result());
+  if (std::getenv("IXBENCH_UPDATE_GOLDENS")) std::ofstream(golden_dir / "replay_result.json") << result;
+  EXPECT_EQ(result, testing::read_whole_file(golden_dir / "replay_result.json")) << "replay_result.json differs";
 }
 
 // InferenceX's aggregation and validation rules (tests/support/agentic_aggregation_rules.h)
