@@ -254,6 +254,47 @@ Result<void> check_writable(const fs::path& path) {
   return check_directory_writable(target->real.parent_path());
 }
 
+Result<AppendFile> AppendFile::create(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return std::unexpected(directory_error(path));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected(io_error("create", path, errno));
+  return AppendFile(path, fd);
+}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
+  if (this != &other) {
+    (void)close();
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+AppendFile::~AppendFile() {
+  (void)close();
+}
+
+Result<void> AppendFile::append(std::string_view content) {
+  if (fd_ < 0) return fail(ErrorCode::kInternal, fmt::format("append to {} after it was closed", shown(path_)));
+  if (const int error = write_all(fd_, content); error != 0) return std::unexpected(io_error("write", path_, error));
+  return {};
+}
+
+Result<void> AppendFile::close() {
+  if (fd_ < 0) return {};
+  Fd fd(fd_);
+  fd_ = -1;
+  if (::fsync(fd.fd) != 0 && errno != EINVAL) return std::unexpected(io_error("flush", path_, errno));
+  if (fd.release_and_close() != 0) return std::unexpected(io_error("close", path_, errno));
+  return {};
+}
+
 fs::path temp_fallback_path(const fs::path& intended) {
   std::error_code ec;
   const auto dir = fs::temp_directory_path(ec);

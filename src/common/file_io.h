@@ -54,6 +54,30 @@ Result<void> write_file(const std::filesystem::path& path, std::string_view cont
 // failed write never damages the lines already there; to a stream, `content` and a newline.
 Result<void> append_line(const std::filesystem::path& path, std::string_view content);
 
+// A file written as it grows (a log of records that arrive over a long run): created (or
+// truncated) on open, each append written through to the OS at once, never replaced, so what was
+// appended before a failure stays in the file. Errors name the path and the OS's reason. Not for
+// standard output or streams: a regular file only. Move-only; the destructor closes.
+class AppendFile {
+ public:
+  static Result<AppendFile> create(const std::filesystem::path& path);
+  AppendFile(AppendFile&& other) noexcept;
+  AppendFile& operator=(AppendFile&& other) noexcept;
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile();
+
+  Result<void> append(std::string_view content);
+  // Flushes to disk (fsync) and closes; a delayed write error shows up here. Idempotent.
+  Result<void> close();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  AppendFile(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
 // Whether write_file(path, ...) can succeed, for commands that write only after a long
 // computation: not a directory; for a file, its directory takes a kWriteProbeBytes file (written,
 // synced and removed); for a stream, it is writable.

@@ -23,6 +23,36 @@ TEST(Prometheus, SumsLabelSetsAndSkipsCommentsAndJunk) {
   EXPECT_FALSE(s.contains("unterminated"));
 }
 
+TEST(Prometheus, FamiliesKeepTypesHelpAndLabels) {
+  const auto families = parse_prometheus_families(
+      "# HELP vllm:prompt_tokens_total Prompt tokens\n"
+      "# TYPE vllm:prompt_tokens_total counter\n"
+      "vllm:prompt_tokens_total{engine=\"0\",model_name=\"a\\\"b,c}\"} 10\n"
+      "vllm:prompt_tokens_created{engine=\"0\"} 1.7e9\n"
+      "# TYPE vllm:ttft_seconds histogram\n"
+      "vllm:ttft_seconds_bucket{le=\"0.1\"} 3\n"
+      "vllm:ttft_seconds_bucket{le=\"+Inf\"} 5\n"
+      "vllm:ttft_seconds_sum 0.9\n"
+      "vllm:ttft_seconds_count 5\n"
+      "vllm:num_requests_running 2\n"
+      "broken{le=\"1} 4\n");  // an unclosed label set: skipped
+  ASSERT_EQ(families.size(), 3u);
+  EXPECT_EQ(families[0].name, "vllm:prompt_tokens_total");
+  EXPECT_EQ(families[0].type, "counter");
+  EXPECT_EQ(families[0].help, "Prompt tokens");
+  ASSERT_EQ(families[0].samples.size(), 2u);  // the value and its _created
+  const auto& labels = families[0].samples[0].labels;
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(labels[1].first, "model_name");
+  EXPECT_EQ(labels[1].second, "a\"b,c}");  // escapes undone, quoted ',' and '}' kept
+  EXPECT_EQ(families[1].type, "histogram");
+  EXPECT_EQ(families[1].samples.size(), 4u);
+  EXPECT_EQ(families[1].samples[1].labels[0].second, "+Inf");
+  EXPECT_EQ(families[2].name, "vllm:num_requests_running");  // no TYPE line: a family of its own
+  EXPECT_EQ(families[2].type, "untyped");
+  EXPECT_EQ(families[2].samples[0].value, 2.0);
+}
+
 TEST(Prometheus, WindowSummaryFromVllmCounters) {
   auto before = parse_prometheus_text(
       "vllm:spec_decode_num_accepted_tokens_total 100\nvllm:spec_decode_num_drafts_total 100\n"
