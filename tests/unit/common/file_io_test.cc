@@ -181,5 +181,24 @@ TEST(FileIo, AFifoWithAWriterIsReadToItsEnd) {
   fs::remove_all(dir);
 }
 
+TEST(FileIo, AppendFileKeepsWhatWasAppended) {
+  const auto dir = scratch_dir("append_file");
+  const auto path = dir / "rows.jsonl";
+  std::ofstream(path) << "old content\n";
+  auto file = AppendFile::create(path);
+  ASSERT_TRUE(file) << file.error().message();
+  ASSERT_TRUE(file->append("a\n"));
+  EXPECT_EQ(testing::read_whole_file(path), "a\n");  // truncated on create, written at once
+  ASSERT_TRUE(file->append("b\n"));
+  ASSERT_TRUE(file->close());
+  EXPECT_TRUE(file->close());  // idempotent
+  EXPECT_EQ(testing::read_whole_file(path), "a\nb\n");
+  auto late = file->append("c\n");
+  ASSERT_FALSE(late);
+  EXPECT_NE(late.error().message().find("rows.jsonl"), std::string::npos);
+  EXPECT_FALSE(AppendFile::create(dir));  // a directory
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ix::files
