@@ -61,7 +61,8 @@ struct Rank {
   std::vector<Request*> running;
   std::vector<Request*> scheduled;
   BlockPool pool;
-  HostBlockPool host;  // KV offloading's CPU tier (no blocks without offloading)
+  HostBlockPool host;   // KV offloading's CPU tier (no blocks without offloading)
+  int32_t loading = 0;  // requests whose prefix is being loaded from the CPU tier
   RankLoad load;
 };
 
@@ -440,6 +441,7 @@ struct EngineCore::Impl {
     r->stored = std::max(r->stored, blocks);
     rank.waiting.pop_front();
     r->phase = Phase::kLoading;
+    ++rank.loading;
     const double seconds = host_blocks * inst.offload.block_seconds;
     counters.kv_offload_bytes_cpu_to_gpu += std::llround(host_blocks * inst.offload.block_bytes);
     counters.kv_offload_seconds_cpu_to_gpu += seconds * inst.offload.rank_gpus;
@@ -457,6 +459,7 @@ struct EngineCore::Impl {
       return;
     }
     Rank& rank = instances[r->instance].ranks[r->rank];
+    --rank.loading;
     const int32_t loaded = r->computed / rank.pool.block_size();
     rank.pool.register_blocks(r->blocks, r->hashes, 0, loaded);
     r->registered = loaded;
@@ -809,7 +812,11 @@ void EngineCore::cancel(uint64_t request_id) {
     std::erase(rank.running, r);
     rank.pool.release(r->blocks);
   }
-  if (r->phase == Phase::kLoading) s.instances[r->instance].ranks[r->rank].pool.release(r->blocks);
+  if (r->phase == Phase::kLoading) {
+    auto& rank = s.instances[r->instance].ranks[r->rank];
+    rank.pool.release(r->blocks);
+    --rank.loading;
+  }
   const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer || r->phase == Phase::kLoading;
   r->phase = Phase::kDone;
   // Still referenced by a step in flight or a queued event: erased when that is processed.
@@ -855,7 +862,7 @@ EngineMetrics EngineCore::metrics() const {
     m.num_requests_waiting += int64_t(inst.inbox.size());  // sent, not yet taken in by the scheduler
     for (const auto& rank : inst.ranks) {
       m.num_requests_running += int64_t(rank.running.size());
-      m.num_requests_waiting += int64_t(rank.waiting.size());
+      m.num_requests_waiting += int64_t(rank.waiting.size()) + rank.loading;  // vLLM: WAITING_FOR_REMOTE_KVS
       usage += rank.pool.usage();
       host_usage += rank.host.usage();
       ++pools;
