@@ -316,6 +316,27 @@ struct EngineCore::Impl {
     return need <= rank.pool.num_free();
   }
 
+  // The prefix lookup of a waiting request with nothing computed: GPU prefix-cache hits (into
+  // `hit_blocks` and `computed`), then the CPU offload tier where the GPU prefix ends, whose hits
+  // are loaded back before the request runs, taking no budget or running slot meanwhile
+  // (kLoading: it left the waiting queue; kNoRoom: their blocks do not fit now).
+  enum class PrefixLookup { kDone, kLoading, kNoRoom };
+  PrefixLookup lookup_prefix(Instance& inst, Rank& rank, Request* r, int32_t& hit_blocks) {
+    if (r->kv_preloaded || r->computed != 0 || !(config().enable_prefix_caching || inst.offload.enabled))
+      return PrefixLookup::kDone;
+    const int32_t block_size = rank.pool.block_size();
+    // The last prompt token is always recomputed, so at most (prompt - 1) / block_size blocks.
+    const size_t max_blocks = std::min(r->hashes.size(), size_t(std::max(0, (r->prompt - 1) / block_size)));
+    const auto prefix = std::span<const uint64_t>(r->hashes).first(max_blocks);
+    hit_blocks = rank.pool.count_cached(prefix);
+    r->computed = hit_blocks * block_size;
+    const int32_t host_blocks = inst.offload.enabled ? lookup_host(rank, r, prefix.subspan(hit_blocks)) : 0;
+    if (host_blocks == 0) return PrefixLookup::kDone;
+    if (start_load(inst, rank, r, hit_blocks, host_blocks)) return PrefixLookup::kLoading;
+    r->computed = 0;
+    return PrefixLookup::kNoRoom;
+  }
+
   void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
@@ -356,25 +377,11 @@ struct EngineCore::Impl {
     const int32_t block_size = rank.pool.block_size();
     while (!rank.waiting.empty() && int64_t(rank.running.size()) < inst.max_seqs && budget > 0) {
       Request* r = rank.waiting.front();
-      int32_t hit_blocks = 0;
       const int32_t saved_computed = r->computed;
-      if (!r->kv_preloaded && r->computed == 0 && (config().enable_prefix_caching || inst.offload.enabled)) {
-        // The last prompt token is always recomputed, so at most (prompt - 1) / block_size blocks.
-        const size_t max_blocks = std::min(r->hashes.size(), size_t(std::max(0, (r->prompt - 1) / block_size)));
-        const auto prefix = std::span<const uint64_t>(r->hashes).first(max_blocks);
-        hit_blocks = rank.pool.count_cached(prefix);
-        r->computed = hit_blocks * block_size;
-        // The CPU tier continues where the GPU prefix ends; a hit is loaded back before the
-        // request runs, without taking budget or a running slot meanwhile.
-        const int32_t host_blocks = inst.offload.enabled ? lookup_host(rank, r, prefix.subspan(hit_blocks)) : 0;
-        if (host_blocks > 0) {
-          if (!start_load(inst, rank, r, hit_blocks, host_blocks)) {
-            r->computed = saved_computed;
-            break;
-          }
-          continue;
-        }
-      }
+      int32_t hit_blocks = 0;
+      const PrefixLookup lookup = lookup_prefix(inst, rank, r, hit_blocks);
+      if (lookup == PrefixLookup::kLoading) continue;
+      if (lookup == PrefixLookup::kNoRoom) break;
       const int32_t total = r->prompt + r->output;
       const int32_t need = total - r->computed;
       const bool decode = need == 1 && r->output > 0;
