@@ -2,6 +2,7 @@
 // ones `sim predict` shares (engine_flags.h); this file adds the server, schedule-mode, tokenizer
 // and fault-injection flags. See docs/sim-serve.md.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <memory>
@@ -48,6 +49,24 @@ Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags)
   auto codec = serve::make_tokenizer_codec(flags.tokenizer);
   if (!codec) return std::unexpected(codec.error().with_context("--tokenizer"));
   return codec;
+}
+
+// `value` with thousands separators, as Python's "{:,}" prints it ("1,234,567").
+std::string with_thousands(int64_t value) {
+  std::string digits = std::to_string(value);
+  for (int pos = int(digits.size()) - 3; pos > (digits[0] == '-' ? 1 : 0); pos -= 3) digits.insert(size_t(pos), ",");
+  return digits;
+}
+
+// vLLM's start-up line of every engine core, "(EngineCore_DP<i> pid=<pid>) ... GPU KV cache
+// size: <N> tokens": log scrapers (InferenceX's agentic aggregation reads server.log) sum it
+// over the engine cores for the deployment's KV capacity. One line per scheduler rank.
+void log_kv_cache_size(const sim::EngineMetrics& metrics) {
+  if (!metrics.cache_config) return;
+  const sim::CacheConfigInfo& info = *metrics.cache_config;
+  for (size_t rank = 0; rank < info.pool_blocks.size(); ++rank)
+    log::info("(EngineCore_DP{} pid={}) GPU KV cache size: {} tokens", rank, getpid(),
+              with_thousands(info.pool_blocks[rank] * info.block_size));
 }
 
 // --fault-seed defaults to --seed; an explicit --fault-seed wins.
@@ -111,6 +130,7 @@ int run(SimServeFlags& flags, bool explicit_fault_seed) {
     auto made = sim::make_live_engine(*config, clock);
     if (!made) return report_error(made.error());
     engine = std::move(*made);
+    log_kv_cache_size(engine->metrics());
     flags.serve.engine_description = fmt::format(
         "cost model: {} on {} tp{} ep{}{} ({}), spec {}", config->model, config->hardware, config->tp, config->ep,
         config->dp_attn ? " dp-attn" : "", config->framework, sim::spec_decoding_name(config->spec_decoding));

@@ -69,6 +69,13 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "balancing: extra iterations to wait when every rank has a prompt and is decoding "
                  "(attention_dp_config.batching_wait_iters)")
       ->capture_default_str();
+  app.add_option("--kv-offloading-size", c.kv_offloading_size_gib,
+                 "vLLM's KV offloading to host memory: GiB of CPU KV tier per engine, over all its GPUs (0 = off); "
+                 "blocks found there load back over the host link instead of being recomputed")
+      ->capture_default_str();
+  app.add_option("--kv-offloading-backend", c.kv_offloading_backend,
+                 "KV offloading backend: native (vLLM's CPU offloading, the one simulated)")
+      ->capture_default_str();
   app.add_option("--max-model-len", c.max_model_len, "context window (0 = the model's)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed for acceptance draws, natural EOS lengths and jitter")->capture_default_str();
   app.add_option("--jitter", c.jitter_sigma, "lognormal step-time jitter sigma (0 = none)")->capture_default_str();

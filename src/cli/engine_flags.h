@@ -25,7 +25,8 @@ struct EngineFlags {
 // Adds --model --hardware --precision --framework --tp --ep --dp-attn --replicas
 // --spec-decoding --num-spec-tokens --acceptance-length --max-num-seqs --max-num-batched-tokens
 // --long-prefill-token-threshold --block-size --enable-prefix-caching/--no-enable-prefix-caching
-// --gpu-memory-utilization --num-gpu-blocks-override --scheduler-recv-interval --attention-dp-balance
+// --gpu-memory-utilization --num-gpu-blocks-override --kv-offloading-size --kv-offloading-backend
+// --scheduler-recv-interval --attention-dp-balance
 // --attention-dp-timeout-iters --attention-dp-batching-wait-iters --max-model-len --seed --jitter
 // --catalog-dir and the disaggregation flags --prefill-workers --prefill-tp --prefill-ep --prefill-dp-attn (and
 // --decode-*).

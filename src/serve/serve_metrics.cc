@@ -67,6 +67,71 @@ void gauge(std::string& out, std::string_view name, std::string_view help, std::
                  labels, number(value));
 }
 
+// Python's str() of a value, as vLLM's info gauges print their labels.
+std::string python_str(bool value) {
+  return value ? "True" : "False";
+}
+std::string python_optional(double value) {
+  return value > 0 ? number(value) : "None";
+}
+
+// vLLM's vllm:cache_config_info: an info gauge (value 1) whose labels are CacheConfig's fields
+// (those the simulator has), in name order, with the engine index and no model name.
+void render_cache_config(std::string& out, const sim::CacheConfigInfo& c) {
+  const std::string labels = fmt::format(
+      "block_size=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"{}\",engine=\"0\",gpu_memory_utilization=\"{}\","
+      "kv_offloading_backend=\"{}\",kv_offloading_size=\"{}\",num_cpu_blocks=\"{}\",num_gpu_blocks=\"{}\","
+      "num_gpu_blocks_override=\"{}\"",
+      c.block_size, python_str(c.enable_prefix_caching), number(c.gpu_memory_utilization), c.kv_offloading_backend,
+      python_optional(c.kv_offloading_size_gib), c.num_cpu_blocks > 0 ? std::to_string(c.num_cpu_blocks) : "None",
+      c.num_gpu_blocks, c.num_gpu_blocks_override > 0 ? std::to_string(c.num_gpu_blocks_override) : "None");
+  gauge(out, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", "gauge", labels, 1.0);
+}
+
+// A counter with one series per value of label `key` (vLLM's labelled counters).
+void labelled_counter(std::string& out, std::string_view name, std::string_view help, std::string_view labels,
+                      std::string_view key, std::initializer_list<std::pair<std::string_view, double>> series) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+  for (const auto& [value, count] : series)
+    fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, with_label(labels, key, value), number(count));
+}
+
+// Prompt tokens by where their KV came from (vLLM's PromptTokenStats: local_compute +
+// local_cache_hit + external_kv_transfer = prompt tokens), and the cached ones.
+void render_prompt_sources(std::string& out, const sim::EngineMetrics& e, std::string_view labels) {
+  const double gpu = static_cast<double>(e.prefix_cache_hits);
+  const double external = static_cast<double>(e.external_prefix_cache_hits);
+  const double computed = std::max(0.0, static_cast<double>(e.prompt_tokens_total) - gpu - external);
+  labelled_counter(out, "vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", labels, "source",
+                   {{"local_compute", computed}, {"local_cache_hit", gpu}, {"external_kv_transfer", external}});
+  gauge(out, "vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).", "counter", labels,
+        gpu + external);
+}
+
+// The OffloadingConnector's transfer counters (vllm/distributed/kv_transfer/kv_connector/v1/
+// offloading/metrics.py): the transfer_type-labelled totals and their flat load/store successors.
+void render_offload(std::string& out, const sim::EngineMetrics& e, std::string_view labels,
+                    std::string_view ixbench_labels) {
+  const double loaded = static_cast<double>(e.kv_offload_bytes_cpu_to_gpu);
+  const double stored = static_cast<double>(e.kv_offload_bytes_gpu_to_cpu);
+  labelled_counter(out, "vllm:kv_offload_total_bytes_total", "Number of bytes offloaded by KV connector", labels,
+                   "transfer_type", {{"CPU_to_GPU", loaded}, {"GPU_to_CPU", stored}});
+  labelled_counter(out, "vllm:kv_offload_total_time_total", "Total time measured by all KV offloading operations",
+                   labels, "transfer_type",
+                   {{"CPU_to_GPU", e.kv_offload_seconds_cpu_to_gpu}, {"GPU_to_CPU", e.kv_offload_seconds_gpu_to_cpu}});
+  gauge(out, "vllm:kv_offload_load_bytes_total", "Total bytes loaded from offload storage to GPU.", "counter", labels,
+        loaded);
+  gauge(out, "vllm:kv_offload_load_time_total", "Total load time from offload storage to GPU, in seconds.", "counter",
+        labels, e.kv_offload_seconds_cpu_to_gpu);
+  gauge(out, "vllm:kv_offload_store_bytes_total", "Total bytes stored from GPU to offload storage.", "counter", labels,
+        stored);
+  gauge(out, "vllm:kv_offload_store_time_total", "Total store time from GPU to offload storage, in seconds.", "counter",
+        labels, e.kv_offload_seconds_gpu_to_cpu);
+  gauge(out, "ixbench:kv_offload_cpu_cache_fill_perc",
+        "Fraction of the CPU offload tier's blocks holding KV (mean over scheduler ranks). 1 means full.", "gauge",
+        ixbench_labels, e.cpu_kv_cache_usage_perc);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -183,10 +248,19 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
         "counter", labels, static_cast<double>(engine.prefix_cache_queries));
   gauge(out, "vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", "counter",
         labels, static_cast<double>(engine.prefix_cache_hits));
+  gauge(out, "vllm:external_prefix_cache_queries_total",
+        "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried "
+        "tokens.",
+        "counter", labels, static_cast<double>(engine.external_prefix_cache_queries));
+  gauge(out, "vllm:external_prefix_cache_hits_total",
+        "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached "
+        "tokens.",
+        "counter", labels, static_cast<double>(engine.external_prefix_cache_hits));
   gauge(out, "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", "counter", labels,
         static_cast<double>(engine.num_preemptions));
   gauge(out, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter", labels,
         static_cast<double>(engine.prompt_tokens_total));
+  render_prompt_sources(out, engine, labels);
   gauge(out, "vllm:generation_tokens_total", "Number of generation tokens processed.", "counter", labels,
         static_cast<double>(engine.generation_tokens_total));
   gauge(out, "vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", "counter", labels,
@@ -202,6 +276,10 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
     fmt::format_to(std::back_inserter(out), "vllm:request_success_total{{{}}} {}\n",
                    with_label(labels, "finished_reason", reason),
                    number(static_cast<double>(value->load(std::memory_order_relaxed))));
+  }
+  if (engine.cache_config) {
+    render_cache_config(out, *engine.cache_config);
+    if (engine.cache_config->kv_offloading_size_gib > 0) render_offload(out, engine, labels, ixbench_labels);
   }
   ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
   // vLLM 0.11 renamed this histogram vllm:inter_token_latency_seconds and kept the old name,

@@ -2,8 +2,10 @@
 // `model_name` on every vllm: series, as vLLM v1 labels them; ixbench: series carry model_name
 // only), so dashboards and scrapers written for vLLM read `ixbench sim serve` unchanged.
 //
-// Engine counters and gauges (running/waiting requests, KV usage, prefix cache, token totals,
-// speculative decoding) come from LiveEngine::metrics(); the front adds what it measures itself:
+// Engine counters and gauges (running/waiting requests, KV usage, prefix cache and the KV
+// offloading tier's lookups and transfers, prompt tokens by source, token totals, speculative
+// decoding, vllm:cache_config_info) come from LiveEngine::metrics(); the front adds what it
+// measures itself:
 // TTFT, per-event inter-token time (vLLM's inter_token_latency_seconds, and its deprecated name
 // time_per_output_token_seconds, observe the gap between consecutive outputs of a request),
 // end-to-end latency and per-request phase (queue, prefill, decode, inference) histograms,

@@ -77,6 +77,10 @@ class EntryReader {
     known(key);
     return object_.contains(key) ? integer(key) : 0;
   }
+  double optional_number(std::string_view key, double absent) {
+    known(key);
+    return object_.contains(key) ? number(key) : absent;
+  }
   std::string optional_text(std::string_view key) {
     known(key);
     return object_.contains(key) ? text(key) : std::string();
@@ -136,6 +140,8 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
   spec.scaleout_bandwidth_bytes_per_s = reader.number("scaleout_bandwidth_gb_s") * 1e9;
   spec.scaleout_latency_s = reader.number("scaleout_latency_us") * 1e-6;
   spec.gpus_per_node = reader.integer("gpus_per_node");
+  spec.host_link_bandwidth_bytes_per_s =
+      reader.optional_number("host_link_gb_s", kDefaultHostLinkBandwidth / 1e9) * 1e9;
   spec.source = reader.text("source");
   reader.known("calibration_sibling");
   if (auto it = object.find("calibration_sibling"); it != object.end()) {
@@ -145,7 +151,8 @@ Result<HardwareSpec> parse_hardware(const boost::json::value& value, size_t inde
   }
   if (auto status = reader.status(); !status) return fail(status.error());
   if (spec.hbm_bytes <= 0 || spec.hbm_bandwidth_bytes_per_s <= 0 || spec.peak_bf16_flops <= 0 ||
-      spec.scaleup_bandwidth_bytes_per_s <= 0 || spec.scaleup_domain_gpus <= 0 || spec.gpus_per_node <= 0)
+      spec.scaleup_bandwidth_bytes_per_s <= 0 || spec.scaleup_domain_gpus <= 0 || spec.gpus_per_node <= 0 ||
+      spec.host_link_bandwidth_bytes_per_s <= 0)
     return fail(ErrorCode::kParse,
                 fmt::format("{}: memory, bandwidth, bf16 peak, links and GPU counts must be positive", where));
   if (spec.source.empty())

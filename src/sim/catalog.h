@@ -15,6 +15,9 @@
 
 namespace ix::sim {
 
+// PCIe Gen5 x16, one direction (64 GB/s): the host link of a GPU whose catalog entry states none.
+inline constexpr double kDefaultHostLinkBandwidth = 64e9;
+
 struct HardwareSpec {
   std::string name;
   std::vector<std::string> aliases;
@@ -30,6 +33,9 @@ struct HardwareSpec {
   double scaleout_bandwidth_bytes_per_s = 0;  // per GPU, one direction (RDMA NIC)
   double scaleout_latency_s = 0;
   int32_t gpus_per_node = 8;
+  // GPU <-> host memory, per GPU and direction (KV offloading's loads and stores). Catalog field
+  // host_link_gb_s; absent = kDefaultHostLinkBandwidth.
+  double host_link_bandwidth_bytes_per_s = kDefaultHostLinkBandwidth;
   // The device whose calibration single-node engines borrow when this one was fitted on no
   // single-node rows (same GPU die: h100 -> h200, gb200 -> b200, gb300 -> b300); "" = none.
   std::string calibration_sibling;

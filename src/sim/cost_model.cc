@@ -154,6 +154,10 @@ double CostModel::kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) c
   return efficiency_.kv_transfer_setup_s + prompt_tokens * kv_bytes_per_token_total_ / bandwidth;
 }
 
+double CostModel::host_transfer_seconds(double tokens) const {
+  return tokens * kv_bytes_per_token_rank_ / hardware_.host_link_bandwidth_bytes_per_s;
+}
+
 StepCost CostModel::step(std::span<const RankLoad> ranks) const {
   const Efficiency& e = efficiency_;
   const double memory_rate = e.mem_efficiency * hardware_.hbm_bandwidth_bytes_per_s / e.memory_scale;

@@ -95,6 +95,9 @@ class CostModel {
   // Prefill -> decode KV transfer of `prompt_tokens` (scale-out link unless both sides share
   // the scale-up domain).
   double kv_transfer_seconds(int32_t prompt_tokens, bool same_domain) const;
+  // One GPU's share of `tokens` of KV over its host link, one direction (KV offloading's loads
+  // and stores; every GPU of a rank moves its own share at once).
+  double host_transfer_seconds(double tokens) const;
   // GEMM MFU at M rows (log-linear between 16 and 4096 rows).
   double gemm_mfu(double rows) const;
   // Decode batches run as CUDA graphs of fixed sizes; the batch is padded up to the next one.

@@ -62,6 +62,24 @@ int32_t trt_mtp_batch(const EngineConfig& config, int32_t conc) {
   return config.dp_attn ? std::max(1, conc / std::max(1, config.tp)) : conc;
 }
 
+// vLLM's --kv-offloading-size / --kv-offloading-backend, as far as the simulator models them.
+Result<void> check_kv_offloading(const EngineConfig& config) {
+  if (!(config.kv_offloading_size_gib >= 0) || !std::isfinite(config.kv_offloading_size_gib) ||
+      config.kv_offloading_size_gib > (1 << 20))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--kv-offloading-size must be GiB in [0, 2^20] (0 = no offloading), got {}",
+                            config.kv_offloading_size_gib));
+  if (config.kv_offloading_backend != "native")
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--kv-offloading-backend '{}' is not simulated; use 'native' (vLLM's CPU offloading)",
+                            config.kv_offloading_backend));
+  if (config.kv_offloading_size_gib > 0 && config.disagg)
+    return fail(ErrorCode::kInvalidArgument,
+                "--kv-offloading-size is simulated for aggregated engines only; drop it or the "
+                "--prefill-workers/--decode-workers flags");
+  return {};
+}
+
 }  // namespace
 
 double spec_tokens_per_step(double p, int32_t drafts) {
@@ -232,6 +250,7 @@ Result<void> validate(const EngineConfig& config) {
                                                          config.attention_dp_batching_wait_iters));
   if (!(config.jitter_sigma >= 0 && config.jitter_sigma < 1))
     return fail(ErrorCode::kInvalidArgument, fmt::format("--jitter must be in [0, 1), got {}", config.jitter_sigma));
+  if (auto ok = check_kv_offloading(config); !ok) return ok;
   auto resolved = resolve_engine(config);
   if (!resolved) return fail(resolved.error());
   return {};

@@ -110,6 +110,13 @@ struct EngineConfig {
   AttentionDpBalance attention_dp_balance = AttentionDpBalance::kAuto;
   int32_t attention_dp_timeout_iters = 60;
   int32_t attention_dp_batching_wait_iters = 0;
+  // vLLM's KV offloading to host memory (--kv-offloading-size GiB, --kv-offloading-backend
+  // native): a CPU tier behind the GPU prefix cache (HostBlockPool in kv_cache.h). The size is
+  // one engine's, over all its GPUs (vLLM's cpu_bytes_to_use), split evenly over its DP-attention
+  // ranks; 0 = no offloading. Blocks found there are loaded back over the host link
+  // (HardwareSpec::host_link_bandwidth_bytes_per_s) instead of being recomputed.
+  double kv_offloading_size_gib = 0.0;
+  std::string kv_offloading_backend = "native";  // the only backend simulated
   uint64_t seed = 0;
   double jitter_sigma = 0.0;  // lognormal step-time jitter (0 = deterministic step times)
 

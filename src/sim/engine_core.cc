@@ -16,8 +16,9 @@ namespace ix::sim {
 namespace {
 
 // kPending: sent, not yet at the engine; kInbox: at the engine, not yet taken in by its scheduler
-// (SGLang --scheduler-recv-interval); kWaiting: in a rank's waiting queue.
-enum class Phase { kPending, kInbox, kWaiting, kRunning, kTransfer, kDone };
+// (SGLang --scheduler-recv-interval); kWaiting: in a rank's waiting queue; kLoading: its KV
+// prefix is being loaded back from the CPU offload tier (vLLM's WAITING_FOR_REMOTE_KVS).
+enum class Phase { kPending, kInbox, kWaiting, kLoading, kRunning, kTransfer, kDone };
 enum class Stage { kUnified, kPrefill, kDecode };
 
 struct Request {
@@ -35,6 +36,7 @@ struct Request {
   int32_t output = 0;
   int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
   int32_t registered = 0;
+  int32_t stored = 0;  // leading prompt blocks offered to the CPU offload tier
   std::vector<int32_t> blocks;
   bool kv_preloaded = false;  // decode side of a disaggregated deployment
   // Disaggregated: the KV arrived while every slot of its decode rank was taken; the first token
@@ -53,12 +55,23 @@ struct Request {
 };
 
 struct Rank {
-  explicit Rank(int32_t blocks, int32_t block_size, bool caching) : pool(blocks, block_size, caching) {}
+  Rank(int32_t blocks, int32_t block_size, bool caching, int32_t host_blocks)
+      : pool(blocks, block_size, caching), host(host_blocks) {}
   std::deque<Request*> waiting;
   std::vector<Request*> running;
   std::vector<Request*> scheduled;
   BlockPool pool;
+  HostBlockPool host;   // KV offloading's CPU tier (no blocks without offloading)
+  int32_t loading = 0;  // requests whose prefix is being loaded from the CPU tier
   RankLoad load;
+};
+
+// KV offloading of one instance (EngineConfig::kv_offloading_size_gib).
+struct Offload {
+  bool enabled = false;
+  int32_t rank_gpus = 1;     // GPUs that hold (a share of) one rank's blocks
+  double block_bytes = 0;    // one block over those GPUs
+  double block_seconds = 0;  // one block over one GPU's host link, one direction
 };
 
 struct Instance {
@@ -71,6 +84,7 @@ struct Instance {
   // Decode side whose KV pool the deployment states (max_kv_tokens or a reserve): a transferred
   // request waits, first token included, until its KV fits (see waiting_fit).
   bool preallocate = false;
+  Offload offload;
   bool busy = false;
   int64_t step_end_ns = kNever;
   StepCost step_cost;
@@ -108,6 +122,28 @@ void add_buckets(CostBuckets& into, const CostBuckets& a, const CostBuckets& min
   for (size_t i = 0; i < into.size(); ++i) into[i] += a[i] - minus[i];
 }
 
+// Most CPU-tier blocks per rank (the tier's index and LRU list cost ~40 bytes per block).
+constexpr int64_t kMaxHostBlocks = int64_t(1) << 27;
+
+// KV offloading of an instance of `cost`'s shape; returns the CPU tier's blocks per rank: vLLM's
+// cpu_bytes_to_use (--kv-offloading-size GiB) over the bytes of one block on all the GPUs that
+// hold it (page size x layers x world size), the engine's bytes split evenly over its DP ranks.
+Result<int64_t> setup_offload(const EngineConfig& config, const CostModel& cost, Offload& offload) {
+  if (config.kv_offloading_size_gib <= 0) return 0;
+  const InstanceShape& shape = cost.shape();
+  offload.enabled = true;
+  offload.rank_gpus = shape.attn_tp;
+  offload.block_bytes = cost.kv_bytes_per_token_per_rank() * config.block_size * shape.attn_tp;
+  offload.block_seconds = cost.host_transfer_seconds(config.block_size);
+  const double blocks = std::floor(config.kv_offloading_size_gib * 1073741824.0 / shape.dp_ranks / offload.block_bytes);
+  if (blocks > double(kMaxHostBlocks))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--kv-offloading-size {} GiB is {:.0f} KV blocks per rank, more than the simulator's {}; "
+                            "lower it or raise --block-size",
+                            config.kv_offloading_size_gib, blocks, kMaxHostBlocks));
+  return int64_t(blocks);
+}
+
 }  // namespace
 
 struct EngineCore::Impl {
@@ -119,6 +155,7 @@ struct EngineCore::Impl {
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests;
   EventQueue arrivals;
   EventQueue transfers;
+  EventQueue loads;  // CPU offload tier -> GPU loads in flight
   Rng spec_rng;
   Rng jitter_rng;
   double accept_p = 0.0;
@@ -279,6 +316,27 @@ struct EngineCore::Impl {
     return need <= rank.pool.num_free();
   }
 
+  // The prefix lookup of a waiting request with nothing computed: GPU prefix-cache hits (into
+  // `hit_blocks` and `computed`), then the CPU offload tier where the GPU prefix ends, whose hits
+  // are loaded back before the request runs, taking no budget or running slot meanwhile
+  // (kLoading: it left the waiting queue; kNoRoom: their blocks do not fit now).
+  enum class PrefixLookup { kDone, kLoading, kNoRoom };
+  PrefixLookup lookup_prefix(Instance& inst, Rank& rank, Request* r, int32_t& hit_blocks) {
+    if (r->kv_preloaded || r->computed != 0 || !(config().enable_prefix_caching || inst.offload.enabled))
+      return PrefixLookup::kDone;
+    const int32_t block_size = rank.pool.block_size();
+    // The last prompt token is always recomputed, so at most (prompt - 1) / block_size blocks.
+    const size_t max_blocks = std::min(r->hashes.size(), size_t(std::max(0, (r->prompt - 1) / block_size)));
+    const auto prefix = std::span<const uint64_t>(r->hashes).first(max_blocks);
+    hit_blocks = rank.pool.count_cached(prefix);
+    r->computed = hit_blocks * block_size;
+    const int32_t host_blocks = inst.offload.enabled ? lookup_host(rank, r, prefix.subspan(hit_blocks)) : 0;
+    if (host_blocks == 0) return PrefixLookup::kDone;
+    if (start_load(inst, rank, r, hit_blocks, host_blocks)) return PrefixLookup::kLoading;
+    r->computed = 0;
+    return PrefixLookup::kNoRoom;
+  }
+
   void schedule(Instance& inst, Rank& rank, bool admit) {
     rank.load = RankLoad{};
     rank.scheduled.clear();
@@ -319,14 +377,11 @@ struct EngineCore::Impl {
     const int32_t block_size = rank.pool.block_size();
     while (!rank.waiting.empty() && int64_t(rank.running.size()) < inst.max_seqs && budget > 0) {
       Request* r = rank.waiting.front();
-      int32_t hit_blocks = 0;
       const int32_t saved_computed = r->computed;
-      if (!r->kv_preloaded && r->computed == 0 && config().enable_prefix_caching) {
-        // The last prompt token is always recomputed, so at most (prompt - 1) / block_size blocks.
-        const size_t max_blocks = std::min(r->hashes.size(), size_t(std::max(0, (r->prompt - 1) / block_size)));
-        hit_blocks = rank.pool.count_cached(std::span<const uint64_t>(r->hashes).first(max_blocks));
-        r->computed = hit_blocks * block_size;
-      }
+      int32_t hit_blocks = 0;
+      const PrefixLookup lookup = lookup_prefix(inst, rank, r, hit_blocks);
+      if (lookup == PrefixLookup::kLoading) continue;
+      if (lookup == PrefixLookup::kNoRoom) break;
       const int32_t total = r->prompt + r->output;
       const int32_t need = total - r->computed;
       const bool decode = need == 1 && r->output > 0;
@@ -340,15 +395,8 @@ struct EngineCore::Impl {
         r->computed = saved_computed;
         break;
       }
-      if (r->cached < 0) {
-        r->cached = hit_blocks * block_size;
-        if (!r->kv_preloaded) {
-          counters.prefix_cache_queries += r->prompt;
-          counters.prefix_cache_hits += r->cached;
-          counters.prompt_tokens_total += r->prompt;
-        }
-      }
-      r->registered = hit_blocks;
+      count_prompt(inst, r, hit_blocks * block_size, 0);
+      r->registered = std::max(r->registered, hit_blocks);
       rank.waiting.pop_front();
       rank.running.push_back(r);
       r->phase = Phase::kRunning;
@@ -363,6 +411,78 @@ struct EngineCore::Impl {
       schedule_one(rank, r, tokens, decode, decode && tokens > 1);
       budget -= tokens;
     }
+  }
+
+  // A request's prompt accounting, once, when it is first admitted: vLLM's prefix-cache queries
+  // and hits (GPU), and with offloading the CPU tier's (external) ones.
+  void count_prompt(const Instance& inst, Request* r, int32_t gpu_tokens, int32_t host_tokens) {
+    if (r->cached >= 0) return;
+    r->cached = gpu_tokens + host_tokens;
+    if (r->kv_preloaded) return;
+    counters.prefix_cache_queries += r->prompt;
+    counters.prefix_cache_hits += gpu_tokens;
+    counters.prompt_tokens_total += r->prompt;
+    if (!inst.offload.enabled) return;
+    counters.external_prefix_cache_queries += r->prompt;
+    counters.external_prefix_cache_hits += host_tokens;
+  }
+
+  // ---- KV offloading (vLLM's OffloadingConnector, CPU backend) -------------------------------
+  // Blocks of `rest` (the prompt after its GPU prefix) in the CPU tier; the lookup touches the
+  // request's whole chain, as vLLM's does.
+  static int32_t lookup_host(Rank& rank, const Request* r, std::span<const uint64_t> rest) {
+    const int32_t found = rank.host.count_cached(rest);
+    rank.host.touch(r->hashes);
+    return found;
+  }
+
+  // Allocates GPU blocks for the GPU prefix and the `host_blocks` after it, and loads the latter
+  // over the host link; the request waits (vLLM: WAITING_FOR_REMOTE_KVS) until finish_load.
+  // False, changing nothing, when the blocks do not fit now.
+  bool start_load(Instance& inst, Rank& rank, Request* r, int32_t gpu_blocks, int32_t host_blocks) {
+    const int32_t block_size = rank.pool.block_size();
+    const int32_t blocks = gpu_blocks + host_blocks;
+    if (!rank.pool.allocate(r->blocks, blocks * block_size, r->hashes, gpu_blocks)) return false;
+    count_prompt(inst, r, gpu_blocks * block_size, host_blocks * block_size);
+    r->computed = blocks * block_size;
+    r->stored = std::max(r->stored, blocks);
+    rank.waiting.pop_front();
+    r->phase = Phase::kLoading;
+    ++rank.loading;
+    const double seconds = host_blocks * inst.offload.block_seconds;
+    counters.kv_offload_bytes_cpu_to_gpu += std::llround(host_blocks * inst.offload.block_bytes);
+    counters.kv_offload_seconds_cpu_to_gpu += seconds * inst.offload.rank_gpus;
+    loads.push({now_ns + std::max<int64_t>(1, std::llround(seconds * 1e9)), next_sequence++, r->id});
+    return true;
+  }
+
+  // The load is done: the blocks join the GPU prefix cache and the request queues first.
+  void finish_load(uint64_t id) {
+    auto it = requests.find(id);
+    if (it == requests.end()) return;
+    Request* r = it->second.get();
+    if (r->cancelled) {
+      requests.erase(it);
+      return;
+    }
+    Rank& rank = instances[r->instance].ranks[r->rank];
+    --rank.loading;
+    const int32_t loaded = r->computed / rank.pool.block_size();
+    rank.pool.register_blocks(r->blocks, r->hashes, 0, loaded);
+    r->registered = loaded;
+    r->phase = Phase::kWaiting;
+    rank.waiting.push_front(r);
+  }
+
+  // vLLM's connector stores every full block a request computes (beside the step, not on GPU
+  // eviction): the blocks up to `full_blocks` not offered yet, then touches the chain.
+  void offload_store(const Instance& inst, Rank& rank, Request* r, int32_t full_blocks) {
+    const auto hashes = std::span<const uint64_t>(r->hashes);
+    const int32_t stored = rank.host.store(hashes.subspan(r->stored, full_blocks - r->stored));
+    rank.host.touch(hashes.first(full_blocks));
+    r->stored = full_blocks;
+    counters.kv_offload_bytes_gpu_to_cpu += std::llround(stored * inst.offload.block_bytes);
+    counters.kv_offload_seconds_gpu_to_cpu += stored * inst.offload.block_seconds * inst.offload.rank_gpus;
   }
 
   void start_step(Instance& inst, const Sink& sink) {
@@ -439,6 +559,7 @@ struct EngineCore::Impl {
           rank.pool.register_blocks(r->blocks, r->hashes, r->registered, full_prompt_blocks);
           r->registered = full_prompt_blocks;
         }
+        if (inst.offload.enabled && full_prompt_blocks > r->stored) offload_store(inst, rank, r, full_prompt_blocks);
         if (r->computed < r->prompt + r->output) continue;  // more prefill chunks to go
 
         if (inst.stage == Stage::kPrefill) {
@@ -522,6 +643,7 @@ struct EngineCore::Impl {
     int64_t next = kNever;
     if (!arrivals.empty()) next = std::min(next, arrivals.top().time_ns);
     if (!transfers.empty()) next = std::min(next, transfers.top().time_ns);
+    if (!loads.empty()) next = std::min(next, loads.top().time_ns);
     for (const auto& inst : instances) {
       if (inst.busy)
         next = std::min(next, inst.step_end_ns);
@@ -529,6 +651,27 @@ struct EngineCore::Impl {
         next = std::min(next, now_ns);
     }
     return next;
+  }
+
+  // vLLM's vllm:cache_config_info, and the pools of its "GPU KV cache size" start-up line.
+  CacheConfigInfo cache_config_info() const {
+    const EngineConfig& config = engine.config;
+    CacheConfigInfo info;
+    info.block_size = config.block_size;
+    info.enable_prefix_caching = config.enable_prefix_caching;
+    info.gpu_memory_utilization = config.gpu_memory_utilization;
+    info.num_gpu_blocks_override = config.num_gpu_blocks_override;
+    info.kv_offloading_size_gib = config.kv_offloading_size_gib;
+    info.kv_offloading_backend = config.kv_offloading_backend;
+    for (const auto& inst : instances)
+      for (const auto& rank : inst.ranks) info.pool_blocks.push_back(rank.pool.num_blocks());
+    if (!instances.empty()) {
+      // With disaggregation the decode side's pool (the one that holds a request to its end).
+      const Rank& rank = instances.back().ranks.front();
+      info.num_gpu_blocks = rank.pool.num_blocks();
+      info.num_cpu_blocks = rank.host.num_blocks();
+    }
+    return info;
   }
 
   void run_until(int64_t until_ns, const Sink& sink) {
@@ -552,6 +695,11 @@ struct EngineCore::Impl {
         const uint64_t id = transfers.top().id;
         transfers.pop();
         deliver_transfer(id, sink);
+      }
+      while (!loads.empty() && loads.top().time_ns <= now_ns) {
+        const uint64_t id = loads.top().id;
+        loads.pop();
+        finish_load(id);
       }
       for (auto& inst : instances)
         if (inst.busy && inst.step_end_ns <= now_ns) finish_step(inst, sink);
@@ -597,10 +745,12 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       inst.reserved_decode_tokens = stage == Stage::kDecode ? topology.reserved_decode_tokens : 0;
       inst.preallocate = stage == Stage::kDecode && (topology.max_kv_tokens > 0 || topology.reserved_decode_tokens > 0);
       inst.adp_balance = stage == Stage::kUnified && attention_dp_balancing(config, engine.family);
+      auto host_blocks = setup_offload(config, *inst.cost, inst.offload);
+      if (!host_blocks) return fail(host_blocks.error());
       const int32_t ranks = inst.cost->shape().dp_ranks;
       for (int32_t k = 0; k < ranks; ++k)
         inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,
-                                config.enable_prefix_caching);
+                                config.enable_prefix_caching, int32_t(*host_blocks));
       impl->instances.push_back(std::move(inst));
     }
     return {};
@@ -669,7 +819,12 @@ void EngineCore::cancel(uint64_t request_id) {
     std::erase(rank.running, r);
     rank.pool.release(r->blocks);
   }
-  const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer;
+  if (r->phase == Phase::kLoading) {
+    auto& rank = s.instances[r->instance].ranks[r->rank];
+    rank.pool.release(r->blocks);
+    --rank.loading;
+  }
+  const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer || r->phase == Phase::kLoading;
   r->phase = Phase::kDone;
   // Still referenced by a step in flight or a queued event: erased when that is processed.
   if (!r->in_step && !queued) s.requests.erase(it);
@@ -708,17 +863,21 @@ int32_t EngineCore::kv_blocks_per_rank(bool decode_side) const {
 EngineMetrics EngineCore::metrics() const {
   EngineMetrics m = impl_->counters;
   double usage = 0;
+  double host_usage = 0;
   int32_t pools = 0;
   for (const auto& inst : impl_->instances) {
     m.num_requests_waiting += int64_t(inst.inbox.size());  // sent, not yet taken in by the scheduler
     for (const auto& rank : inst.ranks) {
       m.num_requests_running += int64_t(rank.running.size());
-      m.num_requests_waiting += int64_t(rank.waiting.size());
+      m.num_requests_waiting += int64_t(rank.waiting.size()) + rank.loading;  // vLLM: WAITING_FOR_REMOTE_KVS
       usage += rank.pool.usage();
+      host_usage += rank.host.usage();
       ++pools;
     }
   }
   m.kv_cache_usage_perc = pools > 0 ? usage / pools : 0.0;
+  m.cpu_kv_cache_usage_perc = pools > 0 ? host_usage / pools : 0.0;
+  m.cache_config = impl_->cache_config_info();
   return m;
 }
 

@@ -10,8 +10,9 @@
 // Per step and rank (SIMULATOR.md): running requests first, each takes
 // min(remaining, long_prefill_threshold, token budget) tokens, growing its KV blocks; when blocks
 // run out the newest running request is preempted (recompute). Then waiting requests are admitted
-// (prefix-cache lookup first) while running < max_num_seqs and budget remains, unless something
-// was preempted this step. A request that catches up to its tokens samples one token, or 1 +
+// (prefix-cache lookup first, then the KV offloading tier's, whose hits are loaded back before
+// the request runs) while running < max_num_seqs and budget remains, unless something was
+// preempted this step. A request that catches up to its tokens samples one token, or 1 +
 // accepted drafts with speculative decoding.
 //
 // Thread-safety: none; one owner.

@@ -198,4 +198,77 @@ void BlockPool::register_blocks(std::span<const int32_t> blocks, std::span<const
   }
 }
 
+HostBlockPool::HostBlockPool(int32_t num_blocks)
+    : num_blocks_(std::max(0, num_blocks)), hash_(num_blocks_, 0), prev_(num_blocks_, kNil), next_(num_blocks_, kNil) {
+  free_slots_.reserve(num_blocks_);
+  for (int32_t slot = num_blocks_ - 1; slot >= 0; --slot) free_slots_.push_back(slot);
+}
+
+void HostBlockPool::unlink(int32_t slot) {
+  const int32_t p = prev_[slot];
+  const int32_t n = next_[slot];
+  if (p != kNil)
+    next_[p] = n;
+  else
+    head_ = n;
+  if (n != kNil)
+    prev_[n] = p;
+  else
+    tail_ = p;
+  prev_[slot] = next_[slot] = kNil;
+}
+
+void HostBlockPool::push_tail(int32_t slot) {
+  prev_[slot] = tail_;
+  next_[slot] = kNil;
+  if (tail_ != kNil)
+    next_[tail_] = slot;
+  else
+    head_ = slot;
+  tail_ = slot;
+}
+
+int32_t HostBlockPool::count_cached(std::span<const uint64_t> hashes) const {
+  int32_t count = 0;
+  for (uint64_t h : hashes) {
+    if (index_.find(h) == BlockHashIndex::kAbsent) break;
+    ++count;
+  }
+  return count;
+}
+
+void HostBlockPool::touch(std::span<const uint64_t> hashes) {
+  for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) {
+    const int32_t slot = index_.find(*it);
+    if (slot == BlockHashIndex::kAbsent) continue;
+    unlink(slot);
+    push_tail(slot);
+  }
+}
+
+int32_t HostBlockPool::store(std::span<const uint64_t> hashes) {
+  int64_t missing = 0;
+  for (uint64_t h : hashes) missing += index_.find(h) == BlockHashIndex::kAbsent ? 1 : 0;
+  if (missing > num_blocks_) return 0;
+  int32_t stored = 0;
+  for (uint64_t h : hashes) {
+    if (index_.find(h) != BlockHashIndex::kAbsent) continue;
+    if (free_slots_.empty()) {
+      const int32_t victim = head_;
+      unlink(victim);
+      index_.erase(hash_[victim], victim);
+      free_slots_.push_back(victim);
+      ++evictions_;
+    }
+    const int32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    hash_[slot] = h;
+    index_.insert(h, slot);
+    push_tail(slot);
+    ++stored;
+  }
+  touch(hashes);
+  return stored;
+}
+
 }  // namespace ix::sim

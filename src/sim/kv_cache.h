@@ -88,4 +88,49 @@ class BlockPool {
   int64_t evictions_ = 0;
 };
 
+// The CPU tier of vLLM's native KV offloading (--kv-offloading-backend native: the
+// OffloadingConnector's CPU backend, LRU policy). It holds the hashes of up to `num_blocks` KV
+// blocks stored from the GPU. vLLM stores every full block a request computes (not only blocks
+// the GPU pool later evicts), so the tier keeps copies of blocks the GPU still holds too; a
+// lookup starts where the GPU prefix ends and walks the chain to the first miss.
+//
+// LRU as vLLM's LRUOffloadingManager: new blocks go to the most recently used end; touching a
+// chain moves its blocks there last one first, so a shared prefix outlives the tails that
+// extend it; a store that needs room evicts from the least recently used end, and a store larger
+// than the whole tier is skipped.
+//
+// Thread-safety: none (owned by one scheduler rank).
+class HostBlockPool {
+ public:
+  explicit HostBlockPool(int32_t num_blocks);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t num_stored() const { return int32_t(index_.size()); }
+  double usage() const { return num_blocks_ == 0 ? 0.0 : double(index_.size()) / num_blocks_; }
+  // Number of leading blocks of `hashes` in the tier (no state change).
+  int32_t count_cached(std::span<const uint64_t> hashes) const;
+  // Makes the stored blocks of `hashes` the most recently used, the first one most.
+  void touch(std::span<const uint64_t> hashes);
+  // Stores the blocks of `hashes` the tier lacks (evicting least recently used ones) and touches
+  // all of them. Returns how many were stored: 0 when they are all present, or when more are
+  // missing than the tier holds.
+  int32_t store(std::span<const uint64_t> hashes);
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  static constexpr int32_t kNil = -1;
+  void unlink(int32_t slot);
+  void push_tail(int32_t slot);
+
+  int32_t num_blocks_;
+  std::vector<uint64_t> hash_;
+  std::vector<int32_t> prev_;
+  std::vector<int32_t> next_;
+  std::vector<int32_t> free_slots_;
+  int32_t head_ = kNil;  // least recently used
+  int32_t tail_ = kNil;  // most recently used
+  BlockHashIndex index_;
+  int64_t evictions_ = 0;
+};
+
 }  // namespace ix::sim

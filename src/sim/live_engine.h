@@ -45,11 +45,25 @@ struct TokenEvent {
   int32_t new_tokens = 0;           // tokens produced by this step (> 1 with speculative decoding)
   int32_t total_output_tokens = 0;  // tokens produced so far for this request
   int32_t prompt_tokens = 0;
-  int32_t cached_prompt_tokens = 0;  // prefix-cache hit, known from the first event on
+  int32_t cached_prompt_tokens = 0;  // prefix-cache hit (GPU and CPU tier), known from the first event on
   // Engine time the request was first scheduled (admitted to a batch; a preemption does not move
   // it), for vLLM's queue/prefill/inference phase histograms; -1 = the engine does not say.
   int64_t scheduled_ns = -1;
   FinishReason finish = FinishReason::kNone;  // != kNone on the last event of the request
+};
+
+// The KV cache as vLLM's vllm:cache_config_info reports it (labels of an info gauge), and the
+// pools behind vLLM's start-up line "GPU KV cache size: N tokens".
+struct CacheConfigInfo {
+  int32_t block_size = 0;
+  int64_t num_gpu_blocks = 0;  // one scheduler rank's pool (vLLM: one engine core's)
+  int64_t num_cpu_blocks = 0;  // one rank's CPU offload tier; 0 without offloading
+  bool enable_prefix_caching = false;
+  double gpu_memory_utilization = 0;
+  int32_t num_gpu_blocks_override = 0;  // 0 = none
+  double kv_offloading_size_gib = 0;    // 0 = none
+  std::string kv_offloading_backend;    // "native" (vLLM's default, set or not)
+  std::vector<int64_t> pool_blocks;     // GPU blocks of every scheduler rank of every engine
 };
 
 // Counters and gauges for /metrics (vLLM names are applied by the front).
@@ -58,7 +72,17 @@ struct EngineMetrics {
   int64_t num_requests_waiting = 0;
   double kv_cache_usage_perc = 0.0;  // 0..1
   int64_t prefix_cache_queries = 0;  // tokens looked up
-  int64_t prefix_cache_hits = 0;     // tokens found
+  int64_t prefix_cache_hits = 0;     // tokens found in the GPU prefix cache
+  // KV offloading's CPU tier (zero without it): prompt tokens looked up there, tokens found and
+  // loaded back, the CPU pool's fill level (0..1, mean over ranks), and the transfers' bytes and
+  // seconds (summed over the GPUs that move them, as vLLM sums its workers' transfers).
+  int64_t external_prefix_cache_queries = 0;
+  int64_t external_prefix_cache_hits = 0;
+  double cpu_kv_cache_usage_perc = 0.0;
+  int64_t kv_offload_bytes_gpu_to_cpu = 0;
+  int64_t kv_offload_bytes_cpu_to_gpu = 0;
+  double kv_offload_seconds_gpu_to_cpu = 0.0;
+  double kv_offload_seconds_cpu_to_gpu = 0.0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t spec_decode_num_draft_tokens = 0;
@@ -66,6 +90,7 @@ struct EngineMetrics {
   int64_t spec_decode_num_drafts = 0;
   int64_t num_preemptions = 0;
   int64_t request_success_total = 0;
+  std::optional<CacheConfigInfo> cache_config;  // nullopt: an engine without a KV model
 };
 
 class LiveEngine {

@@ -189,6 +189,72 @@ TEST(SimServe, CostModelReportsCachedTokensAndSpeculativeSteps) {
   }
 }
 
+// The value of one series in a /metrics text ("" when absent).
+std::string series_value(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + series.size() + 2;
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// A system prompt of `words` distinct words: about two tokens each with approximate counts.
+std::string document(const std::string& word, int words) {
+  std::string text;
+  for (int i = 0; i < words; ++i) text += (i ? " " : "") + word + std::to_string(i);
+  return text;
+}
+
+// Chats with long system prompts A, B, then A again on a GPU KV cache of 64 blocks (1024 tokens):
+// B's blocks evict most of A's from the GPU; with --kv-offloading-size the CPU tier still holds
+// them and the third request loads them back, as /metrics shows with vLLM's names.
+std::string replay_over_small_gpu_cache(const std::string& offloading_gib, std::string* log) {
+  auto server = start({"--model", "llama-3.3-70b", "--hardware", "h200", "--tp", "2", "--tokenizer", "none",
+                       "--num-gpu-blocks-override", "64", "--kv-offloading-size", offloading_gib});
+  if (!server) return "";
+  for (const std::string& doc : {document("alpha", 340), document("beta", 340), document("alpha", 340)}) {
+    auto response = request(*server, make_post("/v1/chat/completions",
+                                               R"({"messages":[{"role":"system","content":")" + doc +
+                                                   R"("},{"role":"user","content":"Summarise."}],"max_tokens":8})"));
+    EXPECT_EQ(response.status, 200) << response.body;
+  }
+  const std::string metrics = request(*server, make_get("/metrics")).body;
+  server->stop();
+  *log = server->stderr_text();
+  return metrics;
+}
+
+TEST(SimServe, KvOffloadingServesWhatTheGpuCacheLost) {
+  const std::string labels = "{engine=\"0\",model_name=\"llama-3.3-70b\"}";
+  const std::string source = "vllm:prompt_tokens_by_source_total{engine=\"0\",model_name=\"llama-3.3-70b\",source=";
+  std::string log_on, log_off;
+  const std::string on = replay_over_small_gpu_cache("4", &log_on);
+  const std::string off = replay_over_small_gpu_cache("0", &log_off);
+  ASSERT_FALSE(on.empty());
+  ASSERT_FALSE(off.empty());
+  // vLLM's start-up line, which log scrapers sum for the deployment's KV capacity.
+  EXPECT_NE(log_on.find("(EngineCore_DP0 pid="), std::string::npos) << log_on;
+  EXPECT_NE(log_on.find("GPU KV cache size: 1,024 tokens"), std::string::npos) << log_on;
+  auto number = [](const std::string& value) { return value.empty() ? -1.0 : std::stod(value); };
+  // Offloading on: CPU-tier hits, loaded back over the host link, as prompt tokens by source.
+  const double external_hits = number(series_value(on, "vllm:external_prefix_cache_hits_total" + labels));
+  EXPECT_GT(external_hits, 0) << on;
+  EXPECT_EQ(number(series_value(on, source + "\"external_kv_transfer\"}")), external_hits);
+  EXPECT_GT(number(series_value(on, "vllm:external_prefix_cache_queries_total" + labels)), external_hits);
+  const std::string transfer =
+      "vllm:kv_offload_total_bytes_total{engine=\"0\",model_name=\"llama-3.3-70b\",transfer_type=";
+  EXPECT_GT(number(series_value(on, transfer + "\"CPU_to_GPU\"}")), 0) << on;
+  EXPECT_GT(number(series_value(on, transfer + "\"GPU_to_CPU\"}")), 0);
+  EXPECT_NE(on.find("kv_offloading_size=\"4.0\""), std::string::npos);
+  EXPECT_NE(on.find("num_gpu_blocks=\"64\""), std::string::npos);
+  // Off: the same GPU hits, no CPU tier, no offload series.
+  EXPECT_EQ(series_value(off, "vllm:prefix_cache_hits_total" + labels),
+            series_value(on, "vllm:prefix_cache_hits_total" + labels));
+  EXPECT_EQ(number(series_value(off, "vllm:external_prefix_cache_hits_total" + labels)), 0.0);
+  EXPECT_EQ(number(series_value(off, source + "\"external_kv_transfer\"}")), 0.0);
+  EXPECT_EQ(off.find("vllm:kv_offload_total_bytes_total"), std::string::npos);
+  EXPECT_NE(off.find("num_gpu_blocks=\"64\""), std::string::npos);
+}
+
 TEST(SimServe, ChatWithoutMaxTokensEndsAtARealisticNaturalLength) {
   // Without max_tokens a chat request's budget is max_model_len - prompt (vLLM); the natural EOS
   // was drawn in the second half of that budget, so a "Hi" streamed 65k+ tokens (minutes). It is

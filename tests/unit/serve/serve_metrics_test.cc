@@ -189,3 +189,79 @@ TEST(Histogram, MergeAddsBatchedCounts) {
 
 }  // namespace
 }  // namespace ix::serve
+
+namespace ix::serve {
+namespace {
+
+sim::EngineMetrics offloading_engine() {
+  sim::EngineMetrics engine;
+  engine.prompt_tokens_total = 1000;
+  engine.prefix_cache_hits = 300;
+  engine.external_prefix_cache_queries = 1000;
+  engine.external_prefix_cache_hits = 200;
+  engine.kv_offload_bytes_gpu_to_cpu = 4096;
+  engine.kv_offload_bytes_cpu_to_gpu = 1024;
+  engine.kv_offload_seconds_gpu_to_cpu = 0.5;
+  engine.kv_offload_seconds_cpu_to_gpu = 0.25;
+  sim::CacheConfigInfo info;
+  info.block_size = 16;
+  info.num_gpu_blocks = 1234;
+  info.num_cpu_blocks = 777;
+  info.enable_prefix_caching = true;
+  info.gpu_memory_utilization = 0.9;
+  info.kv_offloading_size_gib = 64;
+  info.kv_offloading_backend = "native";
+  engine.cache_config = info;
+  return engine;
+}
+
+// Where a series' value starts in `text` ("" when the series is absent).
+std::string series_value(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + series.size() + 2;
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+TEST(ServeMetrics, PromptTokensBySourceAddUpToThePromptTokens) {
+  const std::string text = ServeMetrics().render(offloading_engine(), "m");
+  const std::string labels = "engine=\"0\",model_name=\"m\"";
+  auto by_source = [&](const std::string& source) {
+    return series_value(text, "vllm:prompt_tokens_by_source_total{" + labels + ",source=\"" + source + "\"}");
+  };
+  EXPECT_EQ(by_source("local_compute"), "500.0");
+  EXPECT_EQ(by_source("local_cache_hit"), "300.0");
+  EXPECT_EQ(by_source("external_kv_transfer"), "200.0");
+  EXPECT_EQ(series_value(text, "vllm:prompt_tokens_cached_total{" + labels + "}"), "500.0");
+  EXPECT_EQ(series_value(text, "vllm:external_prefix_cache_hits_total{" + labels + "}"), "200.0");
+}
+
+TEST(ServeMetrics, CacheConfigInfoAndOffloadCountersAsVllmNamesThem) {
+  const std::string text = ServeMetrics().render(offloading_engine(), "m");
+  // vLLM's info gauge: CacheConfig's fields as labels in name order, the engine index, no model.
+  EXPECT_EQ(series_value(text,
+                         "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\","
+                         "enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\","
+                         "kv_offloading_backend=\"native\",kv_offloading_size=\"64.0\",num_cpu_blocks=\"777\","
+                         "num_gpu_blocks=\"1234\",num_gpu_blocks_override=\"None\"}"),
+            "1.0")
+      << text;
+  const std::string labels = "engine=\"0\",model_name=\"m\"";
+  EXPECT_EQ(series_value(text, "vllm:kv_offload_total_bytes_total{" + labels + ",transfer_type=\"GPU_to_CPU\"}"),
+            "4096.0");
+  EXPECT_EQ(series_value(text, "vllm:kv_offload_total_bytes_total{" + labels + ",transfer_type=\"CPU_to_GPU\"}"),
+            "1024.0");
+  EXPECT_EQ(series_value(text, "vllm:kv_offload_total_time_total{" + labels + ",transfer_type=\"CPU_to_GPU\"}"),
+            "0.25");
+  EXPECT_EQ(series_value(text, "vllm:kv_offload_store_bytes_total{" + labels + "}"), "4096.0");
+  EXPECT_EQ(series_value(text, "vllm:kv_offload_load_time_total{" + labels + "}"), "0.25");
+  // Without offloading vLLM has no OffloadingConnector, so no offload series.
+  sim::EngineMetrics plain = offloading_engine();
+  plain.cache_config->kv_offloading_size_gib = 0;
+  const std::string without = ServeMetrics().render(plain, "m");
+  EXPECT_EQ(without.find("vllm:kv_offload_"), std::string::npos);
+  EXPECT_NE(without.find("kv_offloading_size=\"None\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ix::serve
