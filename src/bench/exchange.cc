@@ -240,7 +240,7 @@ Exchange* ExchangePool::acquire() {
 }
 
 std::vector<http::Header> request_headers(std::string_view api_key, const std::vector<http::Header>& extra,
-                                         std::vector<http::Header> defaults) {
+                                          std::vector<http::Header> defaults) {
   std::vector<http::Header> out = std::move(defaults);
   auto put = [&out](http::Header header) {
     auto same = [&header](const http::Header& h) { return ascii_iequals(h.name, header.name); };
@@ -267,23 +267,33 @@ Result<std::vector<http::Header>> parse_headers(const std::vector<std::string>& 
   for (const auto& item : items) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos)
-      return fail(Error(ErrorCode::kInvalidArgument, fmt::format("--header '{}': expected KEY=VALUE (e.g. --header x-request-source=ixbench)", item)));
+      return fail(
+          Error(ErrorCode::kInvalidArgument,
+                fmt::format("--header '{}': expected KEY=VALUE (e.g. --header x-request-source=ixbench)", item)));
     const std::string name(strip(std::string_view(item).substr(0, eq)));
     const std::string value(strip(std::string_view(item).substr(eq + 1)));
     if (name.empty() || !std::all_of(name.begin(), name.end(), is_token_char))
-      return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
-          "--header '{}': '{}' is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)", item, name)));
+      return fail(
+          Error(ErrorCode::kInvalidArgument,
+                fmt::format("--header '{}': '{}' is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+                            item, name)));
     if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
-      return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
-          "--header {}: the value holds a control character (CR, LF, ...); HTTP header values cannot", name)));
+      return fail(
+          Error(ErrorCode::kInvalidArgument,
+                fmt::format("--header {}: the value holds a control character (CR, LF, ...); HTTP header values cannot",
+                            name)));
     for (const char* owned : {"host", "content-length", "transfer-encoding", "connection", "te", "upgrade", "expect"}) {
       if (ascii_iequals(name, owned))
-        return fail(Error(ErrorCode::kInvalidArgument, fmt::format(
-            "--header {}: set by the client itself (it frames the request or keeps the connection); remove it", name)));
+        return fail(Error(
+            ErrorCode::kInvalidArgument,
+            fmt::format(
+                "--header {}: set by the client itself (it frames the request or keeps the connection); remove it",
+                name)));
     }
     for (const auto& earlier : out) {
       if (ascii_iequals(earlier.name, name))
-        return fail(Error(ErrorCode::kInvalidArgument, fmt::format("--header {} is given twice; give each header once", name)));
+        return fail(
+            Error(ErrorCode::kInvalidArgument, fmt::format("--header {} is given twice; give each header once", name)));
     }
     out.push_back({name, value});
   }

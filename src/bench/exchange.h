@@ -138,7 +138,7 @@ bool schedule_resend(http::ClientLoop& loop, Exchange& exchange, int max_retries
 // `api_key`, then `extra` (--header), each replacing an earlier one of the same name
 // (case-insensitive), as vLLM's extra headers do.
 std::vector<http::Header> request_headers(std::string_view api_key, const std::vector<http::Header>& extra,
-                                         std::vector<http::Header> defaults);
+                                          std::vector<http::Header> defaults);
 
 // --header KEY=VALUE items (vLLM's --header) as headers: split at the first '=', surrounding
 // spaces dropped; refused (kInvalidArgument): a name that is not an HTTP token, a value with a

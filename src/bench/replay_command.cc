@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -67,27 +69,24 @@ workload::TraceFormat trace_format_of(std::string_view name) {
 Result<void> check_ranges(const BenchReplayOptions& o) {
   auto positive = [](double v) { return std::isfinite(v) && v > 0; };
   auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
-  if (o.trace.empty()) {
-    if (!o.public_dataset.empty())
-      return fail(invalid(fmt::format(
-          "--public-dataset {}: public datasets are not downloaded; pass the trace file or directory with --trace",
-          o.public_dataset)));
+  if (o.trace.empty() && o.public_dataset.empty())
     return fail(invalid("no trace: pass --trace FILE (Mooncake JSONL, a session-trace .json/.jsonl, or a directory)"));
-  }
   if (o.model.empty()) return fail(invalid("--model is required (the \"model\" field of every request)"));
   if (o.endpoint_type != "chat")
-    return fail(invalid(fmt::format("--endpoint-type {}: bench replay sends chat requests; use chat", o.endpoint_type)));
+    return fail(
+        invalid(fmt::format("--endpoint-type {}: bench replay sends chat requests; use chat", o.endpoint_type)));
   if (o.concurrency < 1) return fail(invalid(fmt::format("--concurrency must be >= 1, got {}", o.concurrency)));
   if (!positive(o.benchmark_duration_s)) return fail(invalid("--benchmark-duration must be a number of seconds > 0"));
   if (!non_negative(o.benchmark_grace_s) || !non_negative(o.warmup_grace_s) || !non_negative(o.idle_cap_s) ||
       !non_negative(o.system_idle_cap_s))
     return fail(invalid("grace periods and idle-gap caps must be numbers of seconds >= 0"));
   if (!(o.failed_request_threshold >= 0 && o.failed_request_threshold <= 1))
-    return fail(invalid(fmt::format("--failed-request-threshold must be in [0, 1], got {}", o.failed_request_threshold)));
+    return fail(
+        invalid(fmt::format("--failed-request-threshold must be in [0, 1], got {}", o.failed_request_threshold)));
   if (!(o.start_min_ratio >= 0 && o.start_min_ratio <= o.start_max_ratio && o.start_max_ratio <= 1))
-    return fail(invalid(fmt::format(
-        "--trajectory-start-min-ratio {} / --trajectory-start-max-ratio {}: need 0 <= min <= max <= 1",
-        o.start_min_ratio, o.start_max_ratio)));
+    return fail(invalid(
+        fmt::format("--trajectory-start-min-ratio {} / --trajectory-start-max-ratio {}: need 0 <= min <= max <= 1",
+                    o.start_min_ratio, o.start_max_ratio)));
   if (o.warmup_per_lane < 0) return fail(invalid("--warmup-requests-per-lane must be >= 0"));
   if (o.max_context_length && *o.max_context_length < 1) return fail(invalid("--max-context-length must be >= 1"));
   if (!positive(o.slice_duration_s)) return fail(invalid("--slice-duration must be a number of seconds > 0"));
@@ -97,6 +96,41 @@ Result<void> check_ranges(const BenchReplayOptions& o) {
   if (o.seed < 0) return fail(invalid("--random-seed must be >= 0"));
   if (o.server_pid && *o.server_pid <= 0) return fail(invalid("--server-pid must be a process id >= 1"));
   return {};
+}
+
+// The Hugging Face hub cache, as InferenceX's aggregation finds it.
+std::filesystem::path hf_hub_cache() {
+  for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
+    if (const char* v = std::getenv(name); v && *v) return v;
+  if (const char* home = std::getenv("HF_HOME"); home && *home) return std::filesystem::path(home) / "hub";
+  const char* user_home = std::getenv("HOME");
+  return std::filesystem::path(user_home ? user_home : "/root") / ".cache/huggingface/hub";
+}
+
+// --public-dataset: the agentic trace corpus already in the hub cache (nothing is downloaded):
+// the newest snapshot of a datasets--semianalysisai--cc-traces-weka* repository. --trace wins.
+Result<std::string> trace_path(const BenchReplayOptions& o) {
+  if (!o.trace.empty()) {
+    if (!o.public_dataset.empty())
+      log::info("bench replay: --public-dataset {} not used: the trace is --trace {}", o.public_dataset, o.trace);
+    return o.trace;
+  }
+  const std::filesystem::path hub = hf_hub_cache();
+  std::vector<std::filesystem::path> found;
+  std::error_code ec;
+  for (const auto& repo : std::filesystem::directory_iterator(hub, ec)) {
+    if (!repo.path().filename().string().starts_with("datasets--semianalysisai--cc-traces-weka")) continue;
+    for (const auto& snap : std::filesystem::directory_iterator(repo.path() / "snapshots", ec))
+      found.push_back(snap.path());
+  }
+  if (found.empty())
+    return fail(Error(ErrorCode::kNotFound,
+                      fmt::format("--public-dataset {}: no datasets--semianalysisai--cc-traces-weka* snapshot in the "
+                                  "Hugging Face cache {} (HF_HUB_CACHE / HF_HOME); nothing is downloaded: pass the "
+                                  "trace with --trace FILE|DIR",
+                                  o.public_dataset, hub.string())));
+  std::sort(found.begin(), found.end());
+  return found.back().string();
 }
 
 // What the run needs, loaded: the trace, the tokenizer and its prompt synthesizer.
@@ -120,12 +154,14 @@ Result<ReplayInputs> load_inputs(const BenchReplayOptions& o) {
   auto headers = parse_headers(o.headers);
   if (!headers) return fail(headers.error());
   in.headers = std::move(*headers);
-  auto trace = workload::load_trace(o.trace, {.format = trace_format_of(o.trace_format), .block_size = o.block_size});
+  auto path = trace_path(o);
+  if (!path) return fail(path.error());
+  auto trace = workload::load_trace(*path, {.format = trace_format_of(o.trace_format), .block_size = o.block_size});
   if (!trace) return fail(trace.error().with_context("--trace"));
   in.trace = std::move(*trace);
   if (o.num_dataset_entries && static_cast<size_t>(*o.num_dataset_entries) < in.trace.trees.size())
     in.trace.trees.resize(static_cast<size_t>(*o.num_dataset_entries));
-  if (in.trace.trees.empty()) return fail(invalid(fmt::format("--trace {}: holds no session or row", o.trace)));
+  if (in.trace.trees.empty()) return fail(invalid(fmt::format("--trace {}: holds no session or row", *path)));
   const std::string tokenizer_name = o.tokenizer.empty() ? o.model : o.tokenizer;
   auto tokenizer = tok::load_tokenizer(tokenizer_name);
   if (!tokenizer) return fail(tokenizer.error().with_context(fmt::format("--tokenizer {}", tokenizer_name)));
@@ -255,8 +291,8 @@ ReplayRunnerOptions runner_options(const BenchReplayOptions& o, const ReplayInpu
 }
 
 void print_progress(const ReplayProgress& p) {
-  fmt::print(stderr, "\r\033[K{} sent {} | ok {} failed {} | in flight {} | {:.0f} s", p.warmup ? "warmup" : "profiling",
-             p.sent, p.completed, p.failed, p.in_flight, p.elapsed_s);
+  fmt::print(stderr, "\r\033[K{} sent {} | ok {} failed {} | in flight {} | {:.0f} s",
+             p.warmup ? "warmup" : "profiling", p.sent, p.completed, p.failed, p.in_flight, p.elapsed_s);
   std::fflush(stderr);
 }
 
@@ -311,7 +347,8 @@ Result<boost::json::object> write_outputs(const BenchReplayOptions& o, const Rep
                                                .slice_duration_s = o.slice_duration_s,
                                                .endpoints_configured = o.server_metrics});
   }
-  boost::json::object result = metrics::build_replay_result(sink.samples(), run_info(o, out, server_export ? &*server_export : nullptr));
+  boost::json::object result =
+      metrics::build_replay_result(sink.samples(), run_info(o, out, server_export ? &*server_export : nullptr));
   result["run"] = run_section(o, in, out);
   const auto& validity = result.at("validity").as_object();
   AiperfAggregateInfo agg{.steady_to_unix_ns = out.steady_to_unix_ns,
@@ -340,18 +377,20 @@ void print_summary(const boost::json::object& result, const std::filesystem::pat
   fmt::print("============ Agentic Replay Result ============\n");
   fmt::print("{:<40}{}\n", "Records (warmup + profiled + errors):", acc.at("records_total").as_int64());
   fmt::print("{:<40}{}\n", "Profiled successful requests:", acc.at("records_profiled").as_int64());
-  fmt::print("{:<40}{}\n", "Dropped: warmup / errors:",
-             fmt::format("{} / {}", acc.at("records_warmup_dropped").as_int64(), acc.at("records_error_dropped").as_int64()));
+  fmt::print(
+      "{:<40}{}\n", "Dropped: warmup / errors:",
+      fmt::format("{} / {}", acc.at("records_warmup_dropped").as_int64(), acc.at("records_error_dropped").as_int64()));
   fmt::print("{:<40}{:.2f}\n", "Duration (s):", num({"request_metrics", "throughput", "duration_seconds"}));
-  fmt::print("{:<40}{:.2f}\n", "Output tokens/s:", num({"request_metrics", "throughput", "output", "tokens_per_second"}));
+  fmt::print("{:<40}{:.2f}\n",
+             "Output tokens/s:", num({"request_metrics", "throughput", "output", "tokens_per_second"}));
   fmt::print("{:<40}{:.2f}\n", "Total tokens/s:", num({"request_metrics", "throughput", "total", "tokens_per_second"}));
   fmt::print("{:<40}{:.4f} / {:.4f}\n", "TTFT p50 / p90 (s):", num({"request_metrics", "latency", "ttft", "p50"}),
              num({"request_metrics", "latency", "ttft", "p90"}));
   fmt::print("{:<40}{:.4f} / {:.4f}\n", "E2EL p50 / p90 (s):", num({"request_metrics", "latency", "e2el", "p50"}),
              num({"request_metrics", "latency", "e2el", "p90"}));
   fmt::print("{:<40}{:.5f}\n", "ITL p50 (s):", num({"request_metrics", "latency", "itl", "p50"}));
-  fmt::print("{:<40}{:.4f}\n", "Theoretical prefix-cache hit:",
-             num({"prefix_cache", "theoretical", "profiling", "hit_rate"}));
+  fmt::print("{:<40}{:.4f}\n",
+             "Theoretical prefix-cache hit:", num({"prefix_cache", "theoretical", "profiling", "hit_rate"}));
   fmt::print("{:<40}{:.4f}\n", "Realised prefix-cache hit (server):", num({"prefix_cache", "realized", "hit_rate"}));
   const auto& validity = result.at("validity").as_object();
   fmt::print("{:<40}{}\n", "Submission valid:", validity.at("submission_valid").as_bool() ? "yes" : "no");
@@ -390,8 +429,9 @@ Result<int> run_bench_replay(const BenchReplayOptions& o) {
   int64_t steady_to_unix = 0;
   run.on_record = [&sink, &steady_to_unix](metrics::ReplayRecord&& r) { sink.add(std::move(r), steady_to_unix); };
   if (o.progress && ::isatty(STDERR_FILENO)) run.on_progress = print_progress;
-  steady_to_unix = static_cast<int64_t>(unix_now_s() * 1e9) -
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  steady_to_unix =
+      static_cast<int64_t>(unix_now_s() * 1e9) -
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   log::info("bench replay: {} ({} sessions) against {}{}, concurrency {}, {} s", o.trace, inputs->trace.trees.size(),
             o.url, o.endpoint, o.concurrency, o.benchmark_duration_s);
   MetricsScraper scraper(scrape_urls(o, inputs->base), std::min(0.333, o.slice_duration_s));

@@ -20,8 +20,8 @@ struct BenchReplayOptions {
   std::string endpoint = "/v1/chat/completions";
   std::string endpoint_type = "chat";
   std::string model;
-  std::string tokenizer;  // default: --model
-  std::string trace;      // --trace / --input-file
+  std::string tokenizer;              // default: --model
+  std::string trace;                  // --trace / --input-file
   std::string trace_format = "auto";  // auto | mooncake | session (aiperf: mooncake_trace, weka_trace)
   std::optional<int64_t> block_size;
   int64_t concurrency = 1;
@@ -37,7 +37,7 @@ struct BenchReplayOptions {
   double system_idle_cap_s = 10.0;
   bool use_server_token_count = false;
   std::optional<int64_t> max_context_length;
-  std::vector<std::string> extra_inputs;  // key:value pairs or one JSON object
+  std::vector<std::string> extra_inputs;    // key:value pairs or one JSON object
   std::vector<std::string> server_metrics;  // URLs scraped into server_metrics_export.json
   bool no_server_metrics = false;           // not even the target's own /metrics
   double slice_duration_s = 1.0;

@@ -4,13 +4,12 @@
 // Thread-safety: pure functions; PrefixSeen is one-thread.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "tokenizer/prompt_synth.h"
 #include "workload/replay_plan.h"
@@ -19,7 +18,7 @@ namespace ix::bench {
 
 struct ReplayBody {
   std::string_view model;
-  int64_t max_tokens = 1;  // max_completion_tokens
+  int64_t max_tokens = 1;       // max_completion_tokens
   std::string_view cache_bust;  // prepended to the first message ("" for none)
   // Live-assistant mode: the server's reply to turn k of the stream, by k (an assistant message
   // added by turn k + 1 is sent as replies[k] instead of its recorded blocks). Empty: recorded.

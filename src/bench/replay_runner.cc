@@ -133,7 +133,7 @@ class ReplayEngine final : public ExchangeOwner {
   void arm(size_t play, int32_t turn, int64_t due);
   void fire(size_t play, int32_t turn, uint64_t generation);
   void dispatch(size_t play, int32_t turn, bool primer, int64_t scheduled_ns);
-  void skip(size_t play, int32_t turn, const SentMeta& meta);
+  void skip(size_t play, int32_t turn, bool primer, const SentMeta& meta);
   void finish_turn(size_t play, int32_t turn, int64_t now);
   void finish_play(size_t play);
   void shift_timers(TreePlay& play, size_t index, int64_t shift);
@@ -246,7 +246,7 @@ void ReplayEngine::start_lane(int64_t lane, bool first) {
   const TreePlan* plan = next_tree();
   if (!plan) return;
   std::optional<double> start_at;
-  if (first && plan->t_max > plan->t_min) {
+  if (first && !o_.single_pass && plan->t_max > plan->t_min) {
     Rng rng = Rng::stream(o_.seed, fmt::format("replay-start:{}:{}", plan->tree->id, lane));
     const double span = plan->t_max - plan->t_min;
     const double lo = plan->t_min + o_.start_min_ratio * span, hi = plan->t_min + o_.start_max_ratio * span;
@@ -355,13 +355,14 @@ void ReplayEngine::dispatch(size_t index, int32_t turn_index, bool primer, int64
   ++in_flight_;
   if (warmup && !primer) ++lane_warmup_sent_[static_cast<size_t>(play.lane)];
   if (o_.max_context_length && turn.in + turn.out > *o_.max_context_length) {
-    skip(index, turn_index, meta);
+    skip(index, turn_index, primer, meta);
     return;
   }
   StreamState& stream = play.streams[static_cast<size_t>(planned.stream)];
   const auto& stream_turns = play.plan->streams[static_cast<size_t>(planned.stream)].turns;
   while (stream.advanced < planned.index_in_stream)
-    stream.history.advance(*play.plan->turns[static_cast<size_t>(stream_turns[static_cast<size_t>(++stream.advanced)])].turn);
+    stream.history.advance(
+        *play.plan->turns[static_cast<size_t>(stream_turns[static_cast<size_t>(++stream.advanced)])].turn);
   meta.hit_blocks = (mooncake_ ? global_seen_ : play.seen).hit_and_add(turn.hash_ids);
   const int64_t max_tokens = warmup ? 1 : turn.out;
   Exchange* e = exchanges_.acquire();
@@ -382,9 +383,9 @@ void ReplayEngine::dispatch(size_t index, int32_t turn_index, bool primer, int64
 }
 
 // A turn over --max-context-length: recorded as skipped, never sent; done once the loop turns.
-void ReplayEngine::skip(size_t index, int32_t turn_index, const SentMeta& meta) {
+void ReplayEngine::skip(size_t index, int32_t turn_index, bool primer, const SentMeta& meta) {
   ++out_.skipped_context;
-  loop_.post([this, index, turn_index, meta] {
+  loop_.post([this, index, turn_index, primer, meta] {
     TreePlay& play = *plays_[index];
     const PlannedTurn& planned = play.plan->turns[static_cast<size_t>(turn_index)];
     const StreamState& stream = play.streams[static_cast<size_t>(planned.stream)];
@@ -403,7 +404,12 @@ void ReplayEngine::skip(size_t index, int32_t turn_index, const SentMeta& meta) 
     if (o_.on_record) o_.on_record(std::move(r));
     --play.in_flight;
     --in_flight_;
-    finish_turn(index, turn_index, loop_.now_ns());
+    if (primer) {
+      --primers_outstanding_;
+    } else {
+      finish_turn(index, turn_index, loop_.now_ns());
+    }
+    if (plays_[index] && play.in_flight == 0 && play.unfinished == 0) finish_play(index);
     advance_stage();
   });
 }
@@ -539,14 +545,16 @@ void ReplayEngine::start_profiling() {
   for (int64_t index : lane_play_)
     if (index >= 0)
       for (int32_t turn : plays_[static_cast<size_t>(index)]->deferred)
-        min_delay = std::min(min_delay, plays_[static_cast<size_t>(index)]->plan->turns[static_cast<size_t>(turn)].delay_s);
+        min_delay =
+            std::min(min_delay, plays_[static_cast<size_t>(index)]->plan->turns[static_cast<size_t>(turn)].delay_s);
   for (int64_t index : lane_play_) {
     if (index < 0) continue;
     TreePlay& play = *plays_[static_cast<size_t>(index)];
     auto deferred = std::move(play.deferred);
     play.deferred.clear();
     for (int32_t turn : deferred)
-      arm(static_cast<size_t>(index), turn, now + seconds_ns(play.plan->turns[static_cast<size_t>(turn)].delay_s - min_delay));
+      arm(static_cast<size_t>(index), turn,
+          now + seconds_ns(play.plan->turns[static_cast<size_t>(turn)].delay_s - min_delay));
     cap_tree_idle(static_cast<size_t>(index), now);
   }
   cap_system_idle(now);
@@ -569,7 +577,8 @@ void ReplayEngine::finish() {
 
 void ReplayEngine::start() {
   out_.steady_to_unix_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() -
       loop_.now_ns();
   for (const TreePlan& plan : plans_) out_.dropped_subagents += plan.dropped_subagents;
   if (o_.mode == ReplayMode::kFixedSchedule) {
@@ -607,13 +616,15 @@ void ReplayEngine::start_fixed_schedule() {
     for (size_t turn = 0; turn < plans_[tree].turns.size(); ++turn)
       schedule_.push_back({tree, static_cast<int32_t>(turn),
                            now + seconds_ns((plans_[tree].turns[turn].turn->t - t0) / o_.schedule_speedup)});
-  std::stable_sort(schedule_.begin(), schedule_.end(), [](const Slot& a, const Slot& b) { return a.due_ns < b.due_ns; });
+  std::stable_sort(schedule_.begin(), schedule_.end(),
+                   [](const Slot& a, const Slot& b) { return a.due_ns < b.due_ns; });
   fire_fixed();
 }
 
 void ReplayEngine::fire_fixed() {
   const int64_t now = loop_.now_ns();
-  while (stage_ == Stage::kProfiling && schedule_cursor_ < schedule_.size() && schedule_[schedule_cursor_].due_ns <= now) {
+  while (stage_ == Stage::kProfiling && schedule_cursor_ < schedule_.size() &&
+         schedule_[schedule_cursor_].due_ns <= now) {
     const Slot& slot = schedule_[schedule_cursor_++];
     if (tree_play_[slot.tree] < 0) tree_play_[slot.tree] = static_cast<int64_t>(new_play(0, plans_[slot.tree], {}));
     dispatch(static_cast<size_t>(tree_play_[slot.tree]), slot.turn, false, slot.due_ns);
@@ -647,7 +658,8 @@ void watch(ReplayEngine& engine, const ReplayRunnerOptions& o) {
   while (!engine.finished()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::optional<std::string> reason;
-    if (o.interrupt && o.interrupt->load()) reason = "interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed";
+    if (o.interrupt && o.interrupt->load())
+      reason = "interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed";
     if (!process_alive(o.server_pid)) reason = fmt::format("server process {} exited during the run", o.server_pid);
     if (reason && !stop_sent) {
       stop_sent = true;

@@ -5,7 +5,8 @@
 //
 // Lanes (the default, aiperf's agentic replay): `concurrency` lanes each play one session tree at
 // a time; a finished tree is replaced by the next from a seeded shuffle of the trace (wrapping;
-// `single_pass`: each tree once, in order for Mooncake). A lane's first tree starts at a point t*
+// `single_pass`: each tree once, from its first turn, in file order for Mooncake). A lane's first
+// tree starts at a point t*
 // drawn uniformly in [min_ratio, max_ratio] of its recorded span; the turns before t* count as
 // done, and the streams live at t* are primed: one request per live stream replaying the turn
 // before t* with its full history and max_tokens 1. When the primers have returned, each lane

@@ -23,7 +23,8 @@ struct Flags {
 // Flags InferenceX passes that change nothing here, accepted so its command line runs unchanged.
 void add_accepted(CLI::App* cmd, Flags& f) {
   cmd->add_flag("--streaming", f.streaming, "accepted (requests always stream)");
-  cmd->add_option("--stats-interval", f.stats_interval_s, "accepted (the progress line updates every 0.5 s)");
+  cmd->add_option("--stats-interval", f.stats_interval_s, "accepted (the progress line updates every 0.5 s)")
+      ->capture_default_str();
   cmd->add_flag("--no-gpu-telemetry", f.no_gpu_telemetry, "accepted (no GPU telemetry is collected here)");
   cmd->add_flag("--tokenizer-trust-remote-code,--trust-remote-code", f.trust_remote_code,
                 "accepted (the native tokenizers run no model code)");
@@ -31,7 +32,8 @@ void add_accepted(CLI::App* cmd, Flags& f) {
                 "accepted (the server applies its chat template; ISL is the trace's, or the server's count with "
                 "--use-server-token-count)");
   cmd->add_option("--dynamo-session-timeout-seconds", f.dynamo_session_timeout_s,
-                  "accepted with --use-dynamo-conv-aware-routing");
+                  "accepted with --use-dynamo-conv-aware-routing")
+      ->capture_default_str();
   cmd->add_flag("--unsafe-override", f.options.unsafe_override,
                 "accepted: a run under 900 s is then still marked not submission-valid");
 }
@@ -60,7 +62,8 @@ void add_trace(CLI::App* cmd, bench::BenchReplayOptions& o) {
   cmd->add_option("--block-size,--prompt-input-tokens-block-size", o.block_size,
                   "tokens per hash id (default: the trace's; Mooncake 512)");
   cmd->add_option("--num-dataset-entries", o.num_dataset_entries, "use the first N sessions of the trace");
-  cmd->add_option("--public-dataset", o.public_dataset, "refused: public datasets are not downloaded (use --trace)");
+  cmd->add_option("--public-dataset", o.public_dataset,
+                  "the agentic trace corpus from the Hugging Face cache (never downloaded); --trace wins");
   cmd->add_option("--scenario", o.scenario, "scenario name recorded in the artifacts")->capture_default_str();
 }
 
@@ -86,8 +89,7 @@ void add_schedule(CLI::App* cmd, bench::BenchReplayOptions& o) {
                   "longest wait for the warmup to drain (then it is cancelled and profiling starts)")
       ->capture_default_str();
   cmd->add_option("--trace-idle-gap-cap-seconds", o.idle_cap_s, "longest idle gap of one tree")->capture_default_str();
-  cmd->add_option("--system-idle-gap-cap-seconds", o.system_idle_cap_s,
-                  "longest gap while nothing at all is in flight")
+  cmd->add_option("--system-idle-gap-cap-seconds", o.system_idle_cap_s, "longest gap while nothing at all is in flight")
       ->capture_default_str();
   cmd->add_option("--max-context-length", o.max_context_length,
                   "turns with input + output tokens above this are skipped and counted, never sent");

@@ -179,8 +179,9 @@ const std::vector<HistoryMessage>& StreamHistory::advance(const TraceTurn& turn)
   const int64_t tail = turn.in - static_cast<int64_t>(n) * block_size_;
   const bool ends_with_user = !messages_.empty() && messages_.back().role == HistoryMessage::Role::kUser;
   if (tail > 0 || !ends_with_user) {
-    append(HistoryMessage::Role::kUser,
-           {.key = mix(tail_key_, static_cast<uint64_t>(turns_)), .tokens = std::max<int64_t>(tail, 1), .hash_block = false});
+    append(HistoryMessage::Role::kUser, {.key = mix(tail_key_, static_cast<uint64_t>(turns_)),
+                                         .tokens = std::max<int64_t>(tail, 1),
+                                         .hash_block = false});
   }
   prev_hash_ids_ = turn.hash_ids;
   prev_out_ = turn.out;

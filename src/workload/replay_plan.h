@@ -51,8 +51,8 @@ struct PlannedTurn {
 struct PlannedStream {
   std::string suffix;  // "" for the root, "::sa:<agent id>" (nested: "::sa:a::sa:b") for subagents
   int depth = 0;
-  int32_t first = -1;  // first turn
-  int32_t last = -1;   // last turn
+  int32_t first = -1;          // first turn
+  int32_t last = -1;           // last turn
   std::vector<int32_t> turns;  // in order
 };
 
