@@ -196,7 +196,8 @@ class RecordSink {
 };
 
 // Scrapes the Prometheus endpoints every `interval` on its own thread (aiperf scrapes every
-// 0.333 s) into a ServerMetricsCollector, from construction to stop().
+// 0.333 s) into a ServerMetricsCollector, from construction to stop(), plus once more from any
+// thread at scrape_now() (the profiling window's start) and at stop() (its end).
 class MetricsScraper {
  public:
   MetricsScraper(std::vector<std::string> urls, double interval_s) : urls_(std::move(urls)), interval_s_(interval_s) {
@@ -213,9 +214,15 @@ class MetricsScraper {
   }
   const ServerMetricsCollector& collector() const { return collector_; }
   bool any() const { return scrapes_ > 0; }
+  void scrape_now() {
+    if (!urls_.empty()) scrape_once();
+  }
+  // When the last scrape was read (wall-clock ns; 0 before the first).
+  int64_t last_unix_ns() const { return last_unix_ns_; }
 
  private:
   void scrape_once() {
+    std::lock_guard lock(scrape_mutex_);
     for (const auto& url : urls_) {
       auto target = http::Url::parse(url);
       if (!target) continue;
@@ -225,6 +232,7 @@ class MetricsScraper {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const int64_t unix_ns = static_cast<int64_t>(unix_now_s() * 1e9);
       collector_.add({.endpoint_url = url, .unix_ns = unix_ns, .text = r->body, .fetch_latency_ms = ms});
+      last_unix_ns_ = std::max(last_unix_ns_, unix_ns);
       ++scrapes_;
     }
   }
@@ -242,8 +250,10 @@ class MetricsScraper {
 
   std::vector<std::string> urls_;
   double interval_s_;
+  std::mutex scrape_mutex_;  // one scrape at a time (the thread's, scrape_now's)
   ServerMetricsCollector collector_;
   int64_t scrapes_ = 0;
+  int64_t last_unix_ns_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -342,8 +352,11 @@ Result<boost::json::object> write_outputs(const BenchReplayOptions& o, const Rep
   const std::filesystem::path dir = o.artifact_dir;
   std::optional<boost::json::object> server_export;
   if (scraper.any()) {
+    // The window closes with the scrape stop() took after the last request, so the counters
+    // cover every profiled request.
+    const int64_t end_unix_ns = std::max(out.profile_end_ns + out.steady_to_unix_ns, scraper.last_unix_ns());
     server_export = scraper.collector().build({.start_unix_ns = out.profile_start_ns + out.steady_to_unix_ns,
-                                               .end_unix_ns = out.profile_end_ns + out.steady_to_unix_ns,
+                                               .end_unix_ns = end_unix_ns,
                                                .slice_duration_s = o.slice_duration_s,
                                                .endpoints_configured = o.server_metrics});
   }
@@ -435,6 +448,7 @@ Result<int> run_bench_replay(const BenchReplayOptions& o) {
   log::info("bench replay: {} ({} sessions) against {}{}, concurrency {}, {} s", o.trace, inputs->trace.trees.size(),
             o.url, o.endpoint, o.concurrency, o.benchmark_duration_s);
   MetricsScraper scraper(scrape_urls(o, inputs->base), std::min(0.333, o.slice_duration_s));
+  run.on_profile_start = [&scraper] { scraper.scrape_now(); };
   auto output = run_replay(run);
   scraper.stop();
   if (run.on_progress) fmt::print(stderr, "\r\033[K");

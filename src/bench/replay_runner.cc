@@ -538,6 +538,7 @@ void ReplayEngine::start_warmup() {
 // of all firing now.
 void ReplayEngine::start_profiling() {
   stage_ = Stage::kProfiling;
+  if (o_.on_profile_start) o_.on_profile_start();
   const int64_t now = loop_.now_ns();
   out_.profile_start_ns = now;
   profile_start_.store(now, std::memory_order_relaxed);

@@ -91,6 +91,9 @@ struct ReplayRunnerOptions {
   const std::atomic<bool>* interrupt = nullptr;
   std::function<void(metrics::ReplayRecord&&)> on_record;
   std::function<void(const ReplayProgress&)> on_progress;  // on the calling thread
+  // On the loop thread when the profiling window opens, before its start is stamped and while
+  // nothing is in flight (a scrape of the server's counters there is the window's exact baseline).
+  std::function<void()> on_profile_start;
   int progress_interval_ms = 500;
 };
 
