@@ -20,6 +20,21 @@ double recorded_end(const TraceTurn& turn) {
   return turn.t + turn.api_time.value_or(0.0);
 }
 
+// Sizes every hash block of a turn's history by the turn's input: whole blocks, the last one cut
+// to the turn's length when the hash ids cover more tokens than it has (Mooncake's final block).
+// A block kept from an earlier turn, where it was the cut last one, is whole again once a later
+// turn goes past it.
+void size_hash_blocks(std::vector<HistoryMessage>& messages, int64_t in, int64_t block_size) {
+  int64_t before = 0;  // tokens of the hash blocks before this one
+  for (auto& message : messages) {
+    for (auto& piece : message.pieces) {
+      if (!piece.hash_block) continue;
+      piece.tokens = std::clamp<int64_t>(in - before, 1, block_size);
+      before += block_size;
+    }
+  }
+}
+
 class Planner {
  public:
   explicit Planner(TreePlan& plan) : plan_(plan) {}
@@ -168,14 +183,9 @@ const std::vector<HistoryMessage>& StreamHistory::advance(const TraceTurn& turn)
     for (const size_t end = std::min(n, next + replies); next < end; ++next)
       append(HistoryMessage::Role::kAssistant, hash_piece(turn.hash_ids[next]));
   }
-  // The user's part: the remaining blocks, the last one cut to the turn's length when the hash
-  // ids cover more tokens than it has (Mooncake's final block), then the tail.
-  for (; next < n; ++next) {
-    HistoryPiece piece = hash_piece(turn.hash_ids[next]);
-    const int64_t before = static_cast<int64_t>(next) * block_size_;
-    piece.tokens = std::clamp<int64_t>(turn.in - before, 1, block_size_);
-    append(HistoryMessage::Role::kUser, piece);
-  }
+  // The user's part: the remaining blocks, then the tail.
+  for (; next < n; ++next) append(HistoryMessage::Role::kUser, hash_piece(turn.hash_ids[next]));
+  size_hash_blocks(messages_, turn.in, block_size_);
   const int64_t tail = turn.in - static_cast<int64_t>(n) * block_size_;
   const bool ends_with_user = !messages_.empty() && messages_.back().role == HistoryMessage::Role::kUser;
   if (tail > 0 || !ends_with_user) {

@@ -15,9 +15,11 @@
 // plus a tail of `in - blocks * block_size` tokens. Turn k keeps the messages of turn k-1 up to
 // the longest common prefix of the two turns' hash ids (cut inside a message when the prefix ends
 // there), adds an assistant message of min(ceil(out_{k-1} / block_size), new blocks) of turn k's
-// blocks after the prefix, and a user message of the rest plus the tail. Every piece of text is a
-// pure function of a key (tok::PromptSynth::block), so the same history is byte-identical each
-// time it is sent and equal prefixes hit the server's prefix cache.
+// blocks after the prefix, and a user message of the rest plus the tail. Each hash block holds
+// block_size tokens, except a turn's last when its ids cover more than `in` tokens (Mooncake's
+// final block): that one is cut to `in`, and is whole again in a later turn that goes past it.
+// Every piece of text is a pure function of a key (tok::PromptSynth::block), so the same history
+// is byte-identical each time it is sent and equal prefixes hit the server's prefix cache.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once

@@ -371,6 +371,24 @@ TEST(StreamHistory, MooncakeLastBlockIsCutToTheInput) {
   EXPECT_EQ(h.tokens(), 1000);
 }
 
+TEST(StreamHistory, ACutLastBlockIsWholeOnceALaterTurnGoesPastIt) {
+  // Turn 0's hash ids cover more than its input: its last block is cut to 100 - 64 = 36 tokens.
+  // Turn 1 goes on after that block, so the block is a whole one there, as every block before a
+  // turn's last (the history holds `in` tokens again).
+  StreamHistory h(kBs, 0, 1);
+  h.advance(turn({1, 2}, 100, 0));
+  EXPECT_EQ(h.messages()[0].pieces[1].tokens, 36);
+  const auto& m = h.advance(turn({1, 2, 3}, 3 * kBs + 4, 0));
+  const auto blocks = hash_pieces(m);
+  ASSERT_EQ(blocks.size(), 3u);
+  for (const auto& b : blocks) EXPECT_EQ(b.tokens, kBs);
+  EXPECT_EQ(h.tokens(), 3 * kBs + 4);
+  // A turn that ends inside a block the history holds whole cuts it again.
+  h.advance(turn({1, 2}, 2 * kBs - 10, 0));
+  EXPECT_EQ(hash_pieces(h.messages())[1].tokens, kBs - 10);
+  EXPECT_EQ(h.tokens(), 2 * kBs - 10);
+}
+
 TEST(ReplayPlan, CommonPrefixLength) {
   EXPECT_EQ(common_prefix({}, {1}), 0u);
   EXPECT_EQ(common_prefix({1, 2, 3}, {1, 2, 4}), 2u);
