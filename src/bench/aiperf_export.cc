@@ -153,6 +153,7 @@ json::object distribution(std::vector<double> values, std::string_view unit) {
 struct ProfilingTotals {
   int64_t successes = 0;
   int64_t errors = 0;
+  int64_t cancelled = 0;  // stopped by the client (the duration's grace, a signal): not the server's errors
   int64_t hit_blocks = 0;
   int64_t total_blocks = 0;
   int64_t output_tokens = 0;
@@ -166,7 +167,7 @@ struct ProfilingTotals {
     if (s.start_ns != 0) first_start = std::min(first_start, s.start_ns);
     if (s.end_ns != 0) last_end = std::max(last_end, s.end_ns);
     if (!s.ok) {
-      ++errors;
+      ++(s.error == metrics::ErrorKind::kCancelled ? cancelled : errors);
       return;
     }
     ++successes;
@@ -209,6 +210,7 @@ json::object build_aiperf_aggregate(std::span<const ReplaySample> samples, const
   out["request_count"] = count_metric(t.successes);
   out["error_request_count"] = count_metric(t.errors);
   out["completed_request_count"] = count_metric(t.successes + t.errors);
+  out["cancelled_request_count"] = count_metric(t.cancelled);
   if (window > 0) {
     out["request_throughput"] = {{"unit", "requests/sec"}, {"avg", static_cast<double>(t.successes) / window}};
     out["output_token_throughput"] = {{"unit", "tokens/sec"}, {"avg", static_cast<double>(t.output_tokens) / window}};

@@ -18,12 +18,13 @@
 //                               (requests never sent, over --max-context-length, are not rows)
 //   profile_export_aiperf.json  aggregate of the profiling phase: request_count (successes),
 //                               error_request_count, completed_request_count ({unit
-//                               "requests", avg}), request_throughput, output_token_throughput,
-//                               benchmark_duration, theoretical_prefix_cache_hit {unit "%", avg,
-//                               count (total blocks), sum (hit blocks)}, time_to_first_token,
-//                               request_latency, inter_token_latency, input_sequence_length,
-//                               output_sequence_length ({unit, avg, min, max, std, p1, p5, p10,
-//                               p25, p50, p75, p90, p95, p99}; numpy statistics), start_time and
+//                               "requests", avg}; requests the client cancelled, at the
+//                               duration's grace or a signal, are in cancelled_request_count,
+//                               not in these: validate_agentic_result judges the server), request_throughput,
+//                               output_token_throughput, benchmark_duration, theoretical_prefix_cache_hit {unit "%",
+//                               avg, count (total blocks), sum (hit blocks)}, time_to_first_token, request_latency,
+//                               inter_token_latency, input_sequence_length, output_sequence_length ({unit, avg, min,
+//                               max, std, p1, p5, p10, p25, p50, p75, p90, p95, p99}; numpy statistics), start_time and
 //                               end_time (ISO 8601, UTC with its "+00:00" offset), metadata
 //                               {scenario, submission_valid, submission_invalid_reasons,
 //                               dataset}

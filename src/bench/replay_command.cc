@@ -295,6 +295,7 @@ ReplayRunnerOptions runner_options(const BenchReplayOptions& o, const ReplayInpu
   r.session_id_header = o.session_id_header;
   r.live_assistant = o.live_assistant;
   r.cache_bust = !o.no_cache_bust;
+  r.abort_error_rate = o.failed_request_threshold;
   r.server_pid = o.server_pid.value_or(0);
   r.interrupt = &StopSignals::flag();
   return r;

@@ -139,6 +139,7 @@ class ReplayEngine final : public ExchangeOwner {
   void shift_timers(TreePlay& play, size_t index, int64_t shift);
   void cap_tree_idle(size_t play, int64_t now);
   void cap_system_idle(int64_t now);
+  void check_error_rate();
   void advance_stage();
   void start_warmup();
   void start_profiling();
@@ -353,11 +354,12 @@ void ReplayEngine::dispatch(size_t index, int32_t turn_index, bool primer, int64
                 .scheduled_ns = scheduled_ns};
   ++play.in_flight;
   ++in_flight_;
-  if (warmup && !primer) ++lane_warmup_sent_[static_cast<size_t>(play.lane)];
+  in_flight_count_.store(in_flight_, std::memory_order_relaxed);
   if (o_.max_context_length && turn.in + turn.out > *o_.max_context_length) {
-    skip(index, turn_index, primer, meta);
+    skip(index, turn_index, primer, meta);  // never sent: not a warmup request either
     return;
   }
+  if (warmup && !primer) ++lane_warmup_sent_[static_cast<size_t>(play.lane)];
   StreamState& stream = play.streams[static_cast<size_t>(planned.stream)];
   const auto& stream_turns = play.plan->streams[static_cast<size_t>(planned.stream)].turns;
   while (stream.advanced < planned.index_in_stream)
@@ -404,6 +406,7 @@ void ReplayEngine::skip(size_t index, int32_t turn_index, bool primer, const Sen
     if (o_.on_record) o_.on_record(std::move(r));
     --play.in_flight;
     --in_flight_;
+    in_flight_count_.store(in_flight_, std::memory_order_relaxed);
     if (primer) {
       --primers_outstanding_;
     } else {
@@ -429,7 +432,10 @@ void ReplayEngine::complete(Exchange& exchange) {
     stream.replies[k] = std::move(exchange.text);
   }
   ReplayRecord record = make_record(exchange, meta);
-  if (meta.phase == ReplayPhase::kProfiling) (record.rec.success ? completed_ : failed_).fetch_add(1);
+  if (meta.phase == ReplayPhase::kProfiling) {
+    (record.rec.success ? completed_ : failed_).fetch_add(1);
+    check_error_rate();
+  }
   if (o_.on_record) o_.on_record(std::move(record));
   exchanges_.release(&exchange);
   --play.in_flight;
@@ -447,6 +453,19 @@ void ReplayEngine::complete(Exchange& exchange) {
     if (in_flight_ == 0) cap_system_idle(now);
   }
   advance_stage();
+}
+
+// aiperf's live abort: once enough profiled requests have finished, an error share above the
+// threshold stops the run (what was measured is kept; the result is invalid).
+void ReplayEngine::check_error_rate() {
+  if (!o_.abort_error_rate || stage_ != Stage::kProfiling) return;
+  const int64_t failed = failed_.load(std::memory_order_relaxed);
+  const int64_t finished = failed + completed_.load(std::memory_order_relaxed);
+  if (finished < kMinFinishedForAbort) return;
+  const double share = static_cast<double>(failed) / static_cast<double>(finished);
+  if (share <= *o_.abort_error_rate) return;
+  stop(fmt::format("stopped: {} of {} profiled requests failed ({:.1f} %), above --failed-request-threshold {}", failed,
+                   finished, share * 100, *o_.abort_error_rate));
 }
 
 void ReplayEngine::finish_turn(size_t index, int32_t turn, int64_t now) {

@@ -47,6 +47,10 @@ namespace ix::bench {
 
 enum class ReplayMode { kLanes, kFixedSchedule };
 
+// Profiled requests that must have finished before the error share can stop a run (so the first
+// failure of a run does not end it).
+inline constexpr int64_t kMinFinishedForAbort = 20;
+
 struct ReplayProgress {
   bool warmup = true;
   int64_t sent = 0;
@@ -86,6 +90,9 @@ struct ReplayRunnerOptions {
   bool session_id_header = false;             // X-Dynamo-Session-ID (+ X-Dynamo-Parent-Session-ID)
   bool live_assistant = false;                // send the server's replies as the assistant turns
   bool cache_bust = true;                     // "[rid:...]" before each tree play's first message
+  // Stop the run once at least kMinFinishedForAbort profiled requests finished and the failed share
+  // exceeds this (aiperf's live --failed-request-threshold); nullopt: never.
+  std::optional<double> abort_error_rate;
 
   pid_t server_pid = 0;  // 0 = do not watch
   const std::atomic<bool>* interrupt = nullptr;

@@ -335,12 +335,16 @@ json::object ttft_by_turn_depth(const std::vector<const ReplaySample*>& kept) {
 }
 
 json::object validity(std::span<const ReplaySample> samples, const ReplayRunInfo& info, double measured_s) {
-  int64_t successes = 0, errors = 0, skipped = 0, sent = 0;
+  int64_t successes = 0, errors = 0, cancelled = 0, skipped = 0, sent = 0;
   for (const auto& s : samples) {
     if (s.skipped_context) ++skipped;
     if (!s.profiled()) continue;
     ++sent;
-    (s.ok ? successes : errors) += 1;
+    if (s.error == ErrorKind::kCancelled) {
+      ++cancelled;  // the client stopped it (the duration's grace, a signal): not a server error
+    } else {
+      (s.ok ? successes : errors) += 1;
+    }
   }
   const int64_t completed = successes + errors;
   const double error_rate = completed > 0 ? static_cast<double>(errors) / static_cast<double>(completed) : 0.0;
@@ -357,6 +361,7 @@ json::object validity(std::span<const ReplaySample> samples, const ReplayRunInfo
           {"reasons", std::move(reasons)},
           {"completed", completed},
           {"errors", errors},
+          {"cancelled", cancelled},
           {"error_rate", error_rate},
           {"failed_request_threshold", info.failed_request_threshold},
           {"duration_seconds", duration},

@@ -144,7 +144,9 @@ struct ReplayRunInfo {
 //                                 min(send) of its profiled requests; ttft_by_turn_depth_s
 //                                 {"0", "1", "2-3", "4-7", "8-15", "16+": {count, p50, p90}}}
 //   validity                      {submission_valid, reasons [...], completed (profiled
-//                                 successes + errors), errors, error_rate,
+//                                 successes + errors), errors, cancelled (stopped by the
+//                                 client: the duration's grace, a signal; neither errors nor
+//                                 completed), error_rate,
 //                                 failed_request_threshold, duration_seconds (as judged),
 //                                 context_overflow {count, share}}. Reasons:
 //                                 error_rate_exceeded, no_completed_requests,

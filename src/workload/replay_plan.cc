@@ -175,7 +175,11 @@ const std::vector<HistoryMessage>& StreamHistory::advance(const TraceTurn& turn)
     messages_.clear();
   }
   const auto append = [&](HistoryMessage::Role role, HistoryPiece piece) {
-    if (messages_.empty() || messages_.back().role != role) messages_.push_back({.role = role, .turn = turns_});
+    // An assistant message is one turn's reply (live mode sends that reply in its place): replies
+    // of two turns stay two messages.
+    const bool merge = !messages_.empty() && messages_.back().role == role &&
+                       (role != HistoryMessage::Role::kAssistant || messages_.back().turn == turns_);
+    if (!merge) messages_.push_back({.role = role, .turn = turns_});
     messages_.back().pieces.push_back(piece);
   };
   if (turns_ > 0) {

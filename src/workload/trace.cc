@@ -182,6 +182,22 @@ Result<int64_t> tree_block_size(const object& o, const TraceLoadOptions& options
   return size;
 }
 
+// Times inside a subagent are absolute (seconds from the trace's start); older traces write them
+// relative to the subagent's start. A time before its subagent's start can only be relative:
+// it is moved onto the trace's clock. Top-down, so a nested subagent's own start is absolute
+// before its entries are read against it.
+void absolute_subagent_times(std::vector<TraceEntry>& entries) {
+  for (TraceEntry& entry : entries) {
+    auto* sub = std::get_if<TraceSubagent>(&entry.value);
+    if (!sub) continue;
+    for (TraceEntry& inner : sub->requests) {
+      double& t = std::visit([](auto& e) -> double& { return e.t; }, inner.value);
+      if (t < sub->t) t += sub->t;
+    }
+    absolute_subagent_times(sub->requests);
+  }
+}
+
 Result<SessionTree> parse_tree(const value& v, const TraceLoadOptions& options) {
   if (!v.is_object()) return fail(field_error("trace", "must be a JSON object {id, block_size, requests}"));
   const object& o = v.get_object();
@@ -197,6 +213,7 @@ Result<SessionTree> parse_tree(const value& v, const TraceLoadOptions& options) 
   auto entries = parse_entries(**requests, "requests");
   if (!entries) return fail(entries.error());
   tree.requests = std::move(*entries);
+  absolute_subagent_times(tree.requests);
   return tree;
 }
 

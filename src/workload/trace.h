@@ -50,7 +50,7 @@ struct TraceTurn {
 struct TraceEntry;
 
 struct TraceSubagent {
-  double t = 0.0;
+  double t = 0.0;        // its entries' times are absolute too (a relative one in the file is moved)
   std::string agent_id;  // empty when the trace names none
   std::vector<TraceEntry> requests;
 };

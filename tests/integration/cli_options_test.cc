@@ -198,7 +198,7 @@ std::map<std::string, CommandCase> command_cases() {
                                {"--block-size", {"--block-size", "32"}},
                                {"--num-dataset-entries", {"--num-dataset-entries", "1"}},
                                {"--public-dataset", {"--public-dataset", "semianalysis_cc_traces_weka_062126"}},
-                               {"--max-context-length", {"--max-context-length", "200"}},
+                               {"--max-context-length", {"--max-context-length", "300"}},
                                {"--header", {"--header", "x-cli-test=1"}},
                                {"--server-pid", {"--server-pid", "{server_pid}"}},
                                {"--extra-inputs", {"--extra-inputs", "temperature:0"}},

@@ -207,5 +207,26 @@ TEST(ReplayResult, CleanLongRunIsValidAndShortRunIsNot) {
   EXPECT_TRUE(build_replay_result(samples, info).at("prefix_cache").as_object().at("realized").is_null());
 }
 
+// Requests the client cancelled at the end (the duration's grace) are not the server's errors: a
+// run that is otherwise clean stays valid however many were still in flight.
+TEST(ReplayResult, CancelledAtTheEndAreNeitherErrorsNorCompleted) {
+  std::vector<ReplaySample> samples = {make_replay_sample(make_record({0, 100, 1100, 1000, 11}))};
+  for (int i = 0; i < 3; ++i)
+    samples.push_back(make_replay_sample(
+        make_record({1000, 0, 1200, 100, 0, 0, 0, 0, 0, ReplayPhase::kProfiling, ErrorKind::kCancelled})));
+  ReplayRunInfo info;
+  info.benchmark_duration_s = 900;
+  const auto v = build_replay_result(samples, info).at("validity").as_object();
+  EXPECT_TRUE(v.at("submission_valid").as_bool()) << v;
+  EXPECT_EQ(v.at("completed").as_int64(), 1);
+  EXPECT_EQ(v.at("errors").as_int64(), 0);
+  EXPECT_EQ(v.at("cancelled").as_int64(), 3);
+  samples.push_back(make_replay_sample(
+      make_record({1000, 0, 1200, 100, 0, 0, 0, 0, 0, ReplayPhase::kProfiling, ErrorKind::kHttpStatus})));
+  const auto w = build_replay_result(samples, info).at("validity").as_object();
+  EXPECT_EQ(w.at("errors").as_int64(), 1);
+  EXPECT_FALSE(w.at("submission_valid").as_bool());  // 1 error of 2 completed
+}
+
 }  // namespace
 }  // namespace ix::metrics

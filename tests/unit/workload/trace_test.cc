@@ -205,5 +205,22 @@ TEST(TraceStats, RealMooncakeFilesReproduceTheGreedySeenSetHit) {
   }
 }
 
+// Older traces write a subagent's times relative to its start: a time before the subagent's own
+// is moved onto the trace's clock, nested subagents against their (absolute) start.
+TEST(TraceLoad, RelativeSubagentTimesBecomeAbsolute) {
+  auto trace = parse_jsonl(
+      R"({"id": "r", "block_size": 4, "requests": [{"t": 0, "type": "n", "in": 4, "out": 1, "hash_ids": [1]},)"
+      R"({"t": 10, "type": "subagent", "requests": [{"t": 1, "type": "n", "in": 4, "out": 1, "hash_ids": [2]},)"
+      R"({"t": 2, "type": "subagent", "requests": [{"t": 0.5, "type": "n", "in": 4, "out": 1, "hash_ids": [3]}]},)"
+      R"({"t": 15, "type": "n", "in": 4, "out": 1, "hash_ids": [4]}]}]})");
+  ASSERT_TRUE(trace) << trace.error().message();
+  const auto& sub = std::get<TraceSubagent>(trace->trees[0].requests[1].value);
+  EXPECT_DOUBLE_EQ(std::get<TraceTurn>(sub.requests[0].value).t, 11.0);  // relative: 10 + 1
+  const auto& nested = std::get<TraceSubagent>(sub.requests[1].value);
+  EXPECT_DOUBLE_EQ(nested.t, 12.0);                                         // 10 + 2
+  EXPECT_DOUBLE_EQ(std::get<TraceTurn>(nested.requests[0].value).t, 12.5);  // 12 + 0.5
+  EXPECT_DOUBLE_EQ(std::get<TraceTurn>(sub.requests[2].value).t, 15.0);     // absolute already
+}
+
 }  // namespace
 }  // namespace ix::workload
