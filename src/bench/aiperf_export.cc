@@ -136,9 +136,10 @@ json::object count_metric(int64_t n) {
   return {{"unit", "requests"}, {"avg", n}};
 }
 
-// aiperf's per-metric statistics (numpy: population std, linear percentiles).
-json::object distribution(std::vector<double> values, std::string_view unit) {
-  json::object out{{"unit", unit}};
+// aiperf's statistics of a series (numpy: population std, linear percentiles): {avg, min, max,
+// std, p1 ... p99}; empty for no values.
+json::object summary_stats(std::vector<double> values) {
+  json::object out;
   if (values.empty()) return out;
   static constexpr double kPercentiles[] = {1, 5, 10, 25, 50, 75, 90, 95, 99};
   const metrics::Summary s = metrics::summarize(values, kPercentiles);
@@ -147,6 +148,13 @@ json::object distribution(std::vector<double> values, std::string_view unit) {
   out["max"] = s.max;
   out["std"] = s.std_dev;
   for (const auto& [p, value] : s.percentiles) out["p" + metrics::percentile_label(p)] = value;
+  return out;
+}
+
+// aiperf's per-metric statistics with the metric's unit first.
+json::object distribution(std::vector<double> values, std::string_view unit) {
+  json::object out{{"unit", unit}};
+  for (auto& [key, value] : summary_stats(std::move(values))) out[key] = std::move(value);
   return out;
 }
 
@@ -337,16 +345,7 @@ struct Window {
 };
 
 json::object gauge_stats(std::vector<double> values) {
-  json::object out;
-  if (values.empty()) return out;
-  static constexpr double kPercentiles[] = {1, 5, 10, 25, 50, 75, 90, 95, 99};
-  const metrics::Summary s = metrics::summarize(values, kPercentiles);
-  out["avg"] = s.mean;
-  out["min"] = s.min;
-  out["max"] = s.max;
-  out["std"] = s.std_dev;
-  for (const auto& [p, value] : s.percentiles) out["p" + metrics::percentile_label(p)] = value;
-  return out;
+  return summary_stats(std::move(values));
 }
 
 std::vector<double> values_in(const std::vector<Point>& points, Window w) {

@@ -93,14 +93,13 @@ BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching
       ref_count_(num_blocks, 0),
       hash_(num_blocks, 0),
       has_hash_(num_blocks, 0),
-      prev_(num_blocks, kNil),
-      next_(num_blocks, kNil) {
+      free_list_(num_blocks) {
   for (int32_t block = 0; block < num_blocks; ++block) push_tail(block);
 }
 
-void BlockPool::unlink(int32_t block) {
-  const int32_t p = prev_[block];
-  const int32_t n = next_[block];
+void IndexList::unlink(int32_t i) {
+  const int32_t p = prev_[i];
+  const int32_t n = next_[i];
   if (p != kNil)
     next_[p] = n;
   else
@@ -109,24 +108,32 @@ void BlockPool::unlink(int32_t block) {
     prev_[n] = p;
   else
     tail_ = p;
-  prev_[block] = next_[block] = kNil;
+  prev_[i] = next_[i] = kNil;
+}
+
+void IndexList::push_tail(int32_t i) {
+  prev_[i] = tail_;
+  next_[i] = kNil;
+  if (tail_ != kNil)
+    next_[tail_] = i;
+  else
+    head_ = i;
+  tail_ = i;
+}
+
+void BlockPool::unlink(int32_t block) {
+  free_list_.unlink(block);
   --num_free_;
 }
 
 void BlockPool::push_tail(int32_t block) {
-  prev_[block] = tail_;
-  next_[block] = kNil;
-  if (tail_ != kNil)
-    next_[tail_] = block;
-  else
-    head_ = block;
-  tail_ = block;
+  free_list_.push_tail(block);
   ++num_free_;
 }
 
 int32_t BlockPool::pop_head() {
-  const int32_t block = head_;
-  assert(block != kNil);
+  const int32_t block = free_list_.head();
+  assert(block != IndexList::kNil);
   unlink(block);
   if (has_hash_[block]) {
     // Eviction: the cached content is overwritten.
@@ -199,33 +206,9 @@ void BlockPool::register_blocks(std::span<const int32_t> blocks, std::span<const
 }
 
 HostBlockPool::HostBlockPool(int32_t num_blocks)
-    : num_blocks_(std::max(0, num_blocks)), hash_(num_blocks_, 0), prev_(num_blocks_, kNil), next_(num_blocks_, kNil) {
+    : num_blocks_(std::max(0, num_blocks)), hash_(num_blocks_, 0), lru_(num_blocks_) {
   free_slots_.reserve(num_blocks_);
   for (int32_t slot = num_blocks_ - 1; slot >= 0; --slot) free_slots_.push_back(slot);
-}
-
-void HostBlockPool::unlink(int32_t slot) {
-  const int32_t p = prev_[slot];
-  const int32_t n = next_[slot];
-  if (p != kNil)
-    next_[p] = n;
-  else
-    head_ = n;
-  if (n != kNil)
-    prev_[n] = p;
-  else
-    tail_ = p;
-  prev_[slot] = next_[slot] = kNil;
-}
-
-void HostBlockPool::push_tail(int32_t slot) {
-  prev_[slot] = tail_;
-  next_[slot] = kNil;
-  if (tail_ != kNil)
-    next_[tail_] = slot;
-  else
-    head_ = slot;
-  tail_ = slot;
 }
 
 int32_t HostBlockPool::count_cached(std::span<const uint64_t> hashes) const {
@@ -241,8 +224,8 @@ void HostBlockPool::touch(std::span<const uint64_t> hashes) {
   for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) {
     const int32_t slot = index_.find(*it);
     if (slot == BlockHashIndex::kAbsent) continue;
-    unlink(slot);
-    push_tail(slot);
+    lru_.unlink(slot);
+    lru_.push_tail(slot);
   }
 }
 
@@ -254,8 +237,8 @@ int32_t HostBlockPool::store(std::span<const uint64_t> hashes) {
   for (uint64_t h : hashes) {
     if (index_.find(h) != BlockHashIndex::kAbsent) continue;
     if (free_slots_.empty()) {
-      const int32_t victim = head_;
-      unlink(victim);
+      const int32_t victim = lru_.head();
+      lru_.unlink(victim);
       index_.erase(hash_[victim], victim);
       free_slots_.push_back(victim);
       ++evictions_;
@@ -264,7 +247,7 @@ int32_t HostBlockPool::store(std::span<const uint64_t> hashes) {
     free_slots_.pop_back();
     hash_[slot] = h;
     index_.insert(h, slot);
-    push_tail(slot);
+    lru_.push_tail(slot);
     ++stored;
   }
   touch(hashes);

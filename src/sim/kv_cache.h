@@ -8,6 +8,7 @@
 // Thread-safety: none (owned by one scheduler).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -41,6 +42,23 @@ class BlockHashIndex {
   int shift_ = 64;
 };
 
+// A doubly linked list over the indices [0, n): a pool's LRU order (head: least recently used).
+// O(1) unlink and push; no allocation after construction.
+class IndexList {
+ public:
+  static constexpr int32_t kNil = -1;
+  explicit IndexList(int32_t n) : prev_(static_cast<size_t>(std::max(0, n)), kNil), next_(prev_) {}
+  void unlink(int32_t i);
+  void push_tail(int32_t i);
+  int32_t head() const { return head_; }
+
+ private:
+  std::vector<int32_t> prev_;
+  std::vector<int32_t> next_;
+  int32_t head_ = kNil;
+  int32_t tail_ = kNil;
+};
+
 class BlockPool {
  public:
   BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching);
@@ -68,7 +86,6 @@ class BlockPool {
   int64_t evictions() const { return evictions_; }
 
  private:
-  static constexpr int32_t kNil = -1;
   void unlink(int32_t block);
   void push_tail(int32_t block);
   int32_t pop_head();
@@ -80,10 +97,7 @@ class BlockPool {
   std::vector<int32_t> ref_count_;
   std::vector<uint64_t> hash_;
   std::vector<uint8_t> has_hash_;
-  std::vector<int32_t> prev_;
-  std::vector<int32_t> next_;
-  int32_t head_ = kNil;
-  int32_t tail_ = kNil;
+  IndexList free_list_;  // blocks with no reference, least recently freed first
   BlockHashIndex cached_;
   int64_t evictions_ = 0;
 };
@@ -118,17 +132,10 @@ class HostBlockPool {
   int64_t evictions() const { return evictions_; }
 
  private:
-  static constexpr int32_t kNil = -1;
-  void unlink(int32_t slot);
-  void push_tail(int32_t slot);
-
   int32_t num_blocks_;
   std::vector<uint64_t> hash_;
-  std::vector<int32_t> prev_;
-  std::vector<int32_t> next_;
+  IndexList lru_;  // stored slots, least recently used first
   std::vector<int32_t> free_slots_;
-  int32_t head_ = kNil;  // least recently used
-  int32_t tail_ = kNil;  // most recently used
   BlockHashIndex index_;
   int64_t evictions_ = 0;
 };
