@@ -132,6 +132,55 @@ void render_offload(std::string& out, const sim::EngineMetrics& e, std::string_v
         ixbench_labels, e.cpu_kv_cache_usage_perc);
 }
 
+// A label value in the exposition format: backslash, quote and newline escaped.
+std::string escape_label(std::string_view value) {
+  std::string escaped;
+  for (char c : value) {
+    if (c == '\\' || c == '"') escaped += '\\';
+    if (c == '\n') {
+      escaped += "\\n";
+      continue;
+    }
+    escaped += c;
+  }
+  return escaped;
+}
+
+// The engine's own gauges and counters, in vLLM's names and order.
+void render_engine_series(std::string& out, const sim::EngineMetrics& engine, const std::string& labels) {
+  gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
+        static_cast<double>(engine.num_requests_running));
+  gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge", labels,
+        static_cast<double>(engine.num_requests_waiting));
+  gauge(out, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "gauge", labels,
+        engine.kv_cache_usage_perc);
+  gauge(out, "vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+        "counter", labels, static_cast<double>(engine.prefix_cache_queries));
+  gauge(out, "vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", "counter",
+        labels, static_cast<double>(engine.prefix_cache_hits));
+  gauge(out, "vllm:external_prefix_cache_queries_total",
+        "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried "
+        "tokens.",
+        "counter", labels, static_cast<double>(engine.external_prefix_cache_queries));
+  gauge(out, "vllm:external_prefix_cache_hits_total",
+        "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached "
+        "tokens.",
+        "counter", labels, static_cast<double>(engine.external_prefix_cache_hits));
+  gauge(out, "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", "counter", labels,
+        static_cast<double>(engine.num_preemptions));
+  gauge(out, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter", labels,
+        static_cast<double>(engine.prompt_tokens_total));
+  render_prompt_sources(out, engine, labels);
+  gauge(out, "vllm:generation_tokens_total", "Number of generation tokens processed.", "counter", labels,
+        static_cast<double>(engine.generation_tokens_total));
+  gauge(out, "vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_drafts));
+  gauge(out, "vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_draft_tokens));
+  gauge(out, "vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", "counter", labels,
+        static_cast<double>(engine.spec_decode_num_accepted_tokens));
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -223,52 +272,24 @@ void ServeMetrics::observe_request_phases(int64_t arrival_ns, int64_t scheduled_
 std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_view model_name) const {
   std::string out;
   out.reserve(8192);
-  // Label values escape backslash, quote and newline (exposition format).
-  std::string escaped;
-  for (char c : model_name) {
-    if (c == '\\' || c == '"') escaped += '\\';
-    if (c == '\n') {
-      escaped += "\\n";
-      continue;
-    }
-    escaped += c;
-  }
   // vLLM v1 labels every series with its engine index beside the model, all in name order
   // (prometheus_client sorts them; with_label keeps le and finished_reason in place); the
   // simulator is one engine. ixbench's own series carry the model only.
+  const std::string escaped = escape_label(model_name);
   const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", escaped);
   const std::string ixbench_labels = fmt::format("model_name=\"{}\"", escaped);
-  gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", "gauge", labels,
-        static_cast<double>(engine.num_requests_running));
-  gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", "gauge", labels,
-        static_cast<double>(engine.num_requests_waiting));
-  gauge(out, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "gauge", labels,
-        engine.kv_cache_usage_perc);
-  gauge(out, "vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
-        "counter", labels, static_cast<double>(engine.prefix_cache_queries));
-  gauge(out, "vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", "counter",
-        labels, static_cast<double>(engine.prefix_cache_hits));
-  gauge(out, "vllm:external_prefix_cache_queries_total",
-        "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried "
-        "tokens.",
-        "counter", labels, static_cast<double>(engine.external_prefix_cache_queries));
-  gauge(out, "vllm:external_prefix_cache_hits_total",
-        "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached "
-        "tokens.",
-        "counter", labels, static_cast<double>(engine.external_prefix_cache_hits));
-  gauge(out, "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", "counter", labels,
-        static_cast<double>(engine.num_preemptions));
-  gauge(out, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", "counter", labels,
-        static_cast<double>(engine.prompt_tokens_total));
-  render_prompt_sources(out, engine, labels);
-  gauge(out, "vllm:generation_tokens_total", "Number of generation tokens processed.", "counter", labels,
-        static_cast<double>(engine.generation_tokens_total));
-  gauge(out, "vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", "counter", labels,
-        static_cast<double>(engine.spec_decode_num_drafts));
-  gauge(out, "vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", "counter", labels,
-        static_cast<double>(engine.spec_decode_num_draft_tokens));
-  gauge(out, "vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", "counter", labels,
-        static_cast<double>(engine.spec_decode_num_accepted_tokens));
+  render_engine_series(out, engine, labels);
+  render_finished(out, labels);
+  if (engine.cache_config) {
+    render_cache_config(out, *engine.cache_config);
+    if (engine.cache_config->kv_offloading_size_gib > 0) render_offload(out, engine, labels, ixbench_labels);
+  }
+  render_latency_histograms(out, labels);
+  render_own(out, ixbench_labels);
+  return out;
+}
+
+void ServeMetrics::render_finished(std::string& out, const std::string& labels) const {
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n";
   out += "# TYPE vllm:request_success_total counter\n";
   for (auto [reason, value] : {std::pair{"length", &finished_length_}, std::pair{"stop", &finished_stop_},
@@ -277,10 +298,9 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
                    with_label(labels, "finished_reason", reason),
                    number(static_cast<double>(value->load(std::memory_order_relaxed))));
   }
-  if (engine.cache_config) {
-    render_cache_config(out, *engine.cache_config);
-    if (engine.cache_config->kv_offloading_size_gib > 0) render_offload(out, engine, labels, ixbench_labels);
-  }
+}
+
+void ServeMetrics::render_latency_histograms(std::string& out, const std::string& labels) const {
   ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels);
   // vLLM 0.11 renamed this histogram vllm:inter_token_latency_seconds and kept the old name,
   // deprecated, beside it with the same observations; dashboards for either version read one.
@@ -300,6 +320,10 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
                   labels);
   decode_.render(out, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
                  labels);
+}
+
+// ixbench's own series: delivery lateness, profiler calls, injected faults.
+void ServeMetrics::render_own(std::string& out, const std::string& ixbench_labels) const {
   delivery_lateness_.render(
       out, "ixbench:token_delivery_lateness_seconds",
       "Histogram of token events' delivery time (handed to the socket) minus their scheduled time.", ixbench_labels);
@@ -312,7 +336,6 @@ std::string ServeMetrics::render(const sim::EngineMetrics& engine, std::string_v
         static_cast<double>(profile_stops_.load(std::memory_order_relaxed)));
   gauge(out, "ixbench:injected_faults_total", "Requests given an injected fault.", "counter", ixbench_labels,
         static_cast<double>(faults_.load(std::memory_order_relaxed)));
-  return out;
 }
 
 }  // namespace ix::serve

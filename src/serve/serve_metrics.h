@@ -81,6 +81,9 @@ class ServeMetrics {
   std::string render(const sim::EngineMetrics& engine, std::string_view model_name) const;
 
  private:
+  void render_finished(std::string& out, const std::string& labels) const;
+  void render_latency_histograms(std::string& out, const std::string& labels) const;
+  void render_own(std::string& out, const std::string& ixbench_labels) const;
   Histogram ttft_;
   Histogram inter_token_;
   Histogram e2e_;
