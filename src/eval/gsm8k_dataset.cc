@@ -18,7 +18,8 @@ namespace {
 Result<Gsm8kProblem> parse_problem(std::string_view text, const std::filesystem::path& file, int line) {
   const std::string where = fmt::format("{}:{}", file.string(), line);
   auto value = json::parse(text, where);
-  if (!value) return fail(ErrorCode::kParse, fmt::format("{}; each line must be one JSON object", value.error().message()));
+  if (!value)
+    return fail(ErrorCode::kParse, fmt::format("{}; each line must be one JSON object", value.error().message()));
   if (!value->is_object())
     return fail(ErrorCode::kParse,
                 fmt::format("{}: expected a JSON object {{\"question\": ..., \"answer\": ...}}, got {}", where,
@@ -28,10 +29,9 @@ Result<Gsm8kProblem> parse_problem(std::string_view text, const std::filesystem:
   for (const char* key : {"question", "answer"}) {
     const bj::value* field = value->as_object().if_contains(key);
     if (field == nullptr)
-      return fail(ErrorCode::kParse, fmt::format("{}: missing field '{}' (GSM8K lines hold \"question\" and \"answer\")",
-                                                 where, key));
-    if (!field->is_string())
-      return fail(ErrorCode::kParse, fmt::format("{}: field '{}' must be a string", where, key));
+      return fail(ErrorCode::kParse,
+                  fmt::format("{}: missing field '{}' (GSM8K lines hold \"question\" and \"answer\")", where, key));
+    if (!field->is_string()) return fail(ErrorCode::kParse, fmt::format("{}: field '{}' must be a string", where, key));
     (std::string_view(key) == "question" ? problem.question : problem.answer) = field->get_string();
   }
   if (problem.question.empty()) return fail(ErrorCode::kParse, fmt::format("{}: field 'question' is empty", where));

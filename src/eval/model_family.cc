@@ -46,7 +46,9 @@ bool contains(std::string_view haystack, std::string_view needle) {
 
 }  // namespace
 
-std::string_view model_family_name(ModelFamily family) { return info(family).name; }
+std::string_view model_family_name(ModelFamily family) {
+  return info(family).name;
+}
 
 Result<ModelFamily> parse_model_family(std::string_view name) {
   const std::string lower = ascii_lower(name);
@@ -71,7 +73,9 @@ std::optional<ModelFamily> guess_model_family(std::string_view model) {
   return std::nullopt;
 }
 
-std::span<const std::string_view> family_markers(ModelFamily family) { return info(family).markers; }
+std::span<const std::string_view> family_markers(ModelFamily family) {
+  return info(family).markers;
+}
 
 std::vector<std::string> stop_strings(const std::vector<std::string>& task_stops, ModelFamily family) {
   std::vector<std::string> out = task_stops;
