@@ -58,6 +58,8 @@ void Exchange::restart() {
   rec.output_len = 0;
   server_prompt_tokens = -1;
   text.clear();
+  reasoning.clear();
+  finish_reason.clear();
   last_usage_ = 0;
   saw_done_ = false;
   saw_finish_ = false;
@@ -134,7 +136,10 @@ bool Exchange::on_event(const http::SseEvent& event, int64_t t_ns) {
   }
   if (chunk->prompt_tokens >= 0) server_prompt_tokens = chunk->prompt_tokens;
   if (chunk->has_choices) {
-    if (chunk->finished) saw_finish_ = true;
+    if (chunk->finished) {
+      saw_finish_ = true;
+      finish_reason = chunk->finish_reason;
+    }
     const bool content = !chunk->text.empty() || delta > 0;
     if (content) {
       if (rec.first_token_ns == 0) rec.first_token_ns = t_ns;
@@ -142,7 +147,12 @@ bool Exchange::on_event(const http::SseEvent& event, int64_t t_ns) {
       // Usage in a chunk with choices means continuous usage: the delta is this chunk's tokens.
       rec.tokens_per_event.push_back(chunk->completion_tokens >= 0 ? static_cast<int32_t>(std::max<int64_t>(delta, 1))
                                                                    : 1);
-      text.append(chunk->text);
+      if (split_reasoning) {
+        reasoning.append(chunk->text.substr(0, chunk->reasoning_bytes));
+        text.append(chunk->text.substr(chunk->reasoning_bytes));
+      } else {
+        text.append(chunk->text);
+      }
       owner_->count_streamed(rec.tokens_per_event.back());
     }
   }
@@ -199,6 +209,10 @@ void Exchange::classify_clean_end() {
   }
 }
 
+bool ExchangeOwner::resendable(const RequestRecord& rec) const {
+  return retriable(rec);
+}
+
 bool retriable(const RequestRecord& rec) {
   return rec.error_kind == ErrorKind::kConnect || rec.error_kind == ErrorKind::kReset ||
          (rec.error_kind == ErrorKind::kHttpStatus && (rec.http_status == 429 || rec.http_status >= 500));
@@ -223,7 +237,7 @@ void Exchange::on_done(http::FailureKind kind, std::string_view message, int64_t
   if (rec.success) {
     rec.output_len = rec.server_output_tokens >= 0 ? rec.server_output_tokens : -1;  // -1: count client-side later
   } else {
-    if (retriable(rec) && owner_->resend(*this)) return;
+    if (owner_->resendable(rec) && owner_->resend(*this)) return;
     rec.output_len = 0;
   }
   owner_->complete(*this);

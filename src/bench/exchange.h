@@ -41,6 +41,8 @@ class ExchangeOwner {
   virtual openai::StreamChunkDecoder& chunk_decoder() = 0;
   // A content event carried `tokens` tokens (progress lines).
   virtual void count_streamed(int64_t tokens) = 0;
+  // Whether a failure may be resent (default: retriable()).
+  virtual bool resendable(const metrics::RequestRecord& rec) const;
   // A failure that may be resent: true when a resend was scheduled (the exchange stays open).
   virtual bool resend(Exchange& exchange) = 0;
   // The record is final (success or failure); the owner takes it and releases the exchange.
@@ -66,6 +68,11 @@ class Exchange final : public http::ResponseSink {
   int64_t server_prompt_tokens = -1;  // usage.prompt_tokens when the server sent it
   std::string body;                   // the request body (kept for resends)
   std::string text;                   // the generated text streamed so far
+  // With split_reasoning, reasoning text (delta.reasoning_content / reasoning) goes to `reasoning`
+  // instead of `text` (an eval scores the answer, not the thinking).
+  bool split_reasoning = false;
+  std::string reasoning;
+  std::string finish_reason;  // choices[0].finish_reason of the stream ("stop", "length"), when sent
   int attempts = 0;
   // A resend is scheduled (backoff); the ticket tells a stale timer from the current one.
   bool retry_pending = false;

@@ -62,6 +62,9 @@ struct StreamChunk {
   std::string_view text;           // text / delta.content (+ reasoning) of choices[0]; valid
                                    // until the next decode()
   bool finished = false;           // choices[0].finish_reason is set
+  std::string_view finish_reason;  // its value when a string ("stop", "length"); valid until the
+                                   // next decode()
+  size_t reasoning_bytes = 0;      // `text` starts with this many bytes of reasoning text
   int64_t completion_tokens = -1;  // usage.completion_tokens when present
   int64_t prompt_tokens = -1;
   // A usage count that is negative or not an integer: the count is then -1 (absent); the runner

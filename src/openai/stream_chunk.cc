@@ -378,6 +378,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
       if (key == "finish_reason") {
         s.skip_ws();
         chunk.finished = s.peek() != 'n';  // anything but null
+        if (s.peek() == '"') return s.string(chunk.finish_reason, decoded_);
         return s.skip_value(depth + 1);
       }
       if (key == "delta") {
@@ -416,6 +417,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
           if (i == 0) {
             for (auto& part : parts) part = {};
             chunk.finished = false;
+            chunk.finish_reason = {};
             return choice0(2);
           }
           return s.skip_value(2);
@@ -473,6 +475,7 @@ Result<StreamChunk> StreamChunkDecoder::decode(std::string_view data) {
   text_.clear();
   if (chunk.has_choices) {
     for (const auto& part : parts) text_.append(part);
+    chunk.reasoning_bytes = parts[kReasoningContent].size() + parts[kReasoning].size();
   }
   chunk.text = text_;
   return chunk;
