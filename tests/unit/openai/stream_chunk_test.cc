@@ -223,5 +223,24 @@ TEST(StreamChunkScanner, AgreesWithTheDomDecoderOnMutations) {
   EXPECT_GT(rejected, 10000);
 }
 
+TEST(StreamChunkScanner, FinishReasonAndTheReasoningPrefixAreReported) {
+  StreamChunkDecoder decoder;
+  auto chunk = decoder.decode(
+      R"({"choices":[{"delta":{"reasoning_content":"think ","content":"#### 18"},"finish_reason":"stop"}]})");
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(chunk->text, "think #### 18");
+  EXPECT_EQ(chunk->reasoning_bytes, 6U);
+  EXPECT_TRUE(chunk->finished);
+  EXPECT_EQ(chunk->finish_reason, "stop");
+  auto escaped = decoder.decode(R"({"choices":[{"text":"x","finish_reason":"len\u0067th"}]})");
+  ASSERT_TRUE(escaped);
+  EXPECT_EQ(escaped->finish_reason, "length");
+  EXPECT_EQ(escaped->reasoning_bytes, 0U);
+  auto open = decoder.decode(R"({"choices":[{"text":"x","finish_reason":null}]})");
+  ASSERT_TRUE(open);
+  EXPECT_FALSE(open->finished);
+  EXPECT_TRUE(open->finish_reason.empty());
+}
+
 }  // namespace
 }  // namespace ix::openai
