@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string quoted(const fs::path& path) {
+std::string sh_quote(const fs::path& path) {
   return "'" + path.string() + "'";
 }
 
@@ -78,8 +78,8 @@ TEST(InferenceXEval, ValidateScoresAndCollectEvalResultsAgreeWithIxbench) {
   for (const std::string prefix : {"dsr1", "glm5", "unknown-model"}) {
     auto theirs = testing::run_process(
         {"/bin/sh", "-c",
-         "cd " + quoted(dir) + " && " + python + " " + quoted(fs::path(checkout) / "utils/evals/validate_scores.py") +
-             " --thresholds " + quoted(thresholds) + " --model-prefix " + prefix + " --results-glob 'results*.json'"});
+         "cd " + sh_quote(dir) + " && " + python + " " + sh_quote(fs::path(checkout) / "utils/evals/validate_scores.py") +
+             " --thresholds " + sh_quote(thresholds) + " --model-prefix " + prefix + " --results-glob 'results*.json'"});
     auto ours = testing::run_ixbench(
         {"eval", "check", "--results", dir.string(), "--thresholds", thresholds, "--model-prefix", prefix});
     EXPECT_EQ(ours.exit_code, theirs.exit_code) << prefix << "\n" << theirs.out << theirs.err << ours.out << ours.err;
@@ -89,8 +89,8 @@ TEST(InferenceXEval, ValidateScoresAndCollectEvalResultsAgreeWithIxbench) {
   }
 
   const std::string collect =
-      "import json, sys; from pathlib import Path; sys.path.insert(0, " + quoted(fs::path(checkout) / "utils") +
-      "); import collect_eval_results as c; print(json.dumps(c.collect_eval_rows(Path(" + quoted(dir) + "))))";
+      "import json, sys; from pathlib import Path; sys.path.insert(0, " + sh_quote(fs::path(checkout) / "utils") +
+      "); import collect_eval_results as c; print(json.dumps(c.collect_eval_rows(Path(" + sh_quote(dir) + "))))";
   auto rows_run = testing::run_process({python, "-c", collect});
   ASSERT_EQ(rows_run.exit_code, 0) << rows_run.err;
   auto rows = json::parse(rows_run.out);
