@@ -145,6 +145,29 @@ TEST(EvalGsm8k, RetriesAfter429And503AreCountedAndEveryAnswerIsKept) {
   EXPECT_EQ(per_sample, block.at("retries").as_int64());
 }
 
+TEST(EvalGsm8k, TimeoutsAreCountedResentAndLeaveTheResultIncomplete) {
+  // Every stream stalls for 3 s mid-way; an attempt may take 0.4 s.
+  auto server = ServerProcess::start(
+      {"--model", "deepseek-r1", "--tp", "8", "--no-delay", "--fault-stall-rate", "1", "--fault-stall-ms", "3000"});
+  ASSERT_TRUE(server) << server.error().to_string();
+  const auto dir = scratch_dir("eval_timeouts");
+  auto run = run_ixbench(
+      eval_args((*server)->base_url(), dir,
+                {"-c", "2", "--limit", "2", "--max-tokens", "16", "--request-timeout", "0.4", "--max-retries", "1"}),
+      "", 60);
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  const auto block = read_json(dir / "results_conc2.json").at("ixbench").as_object();
+  EXPECT_FALSE(block.at("complete").as_bool());
+  EXPECT_EQ(block.at("timeouts").as_int64(), 4);  // two problems, two attempts each
+  EXPECT_EQ(block.at("retries").as_int64(), 2);
+  EXPECT_EQ(block.at("failed").as_int64(), 2);
+  for (const auto& s : read_jsonl(dir / "samples_gsm8k_conc2.jsonl")) {
+    EXPECT_FALSE(s.at("answered").as_bool());
+    EXPECT_EQ(s.at("timeouts").as_int64(), 2);
+    EXPECT_NE(std::string(s.at("error").as_string()).find("tim"), std::string::npos) << s.at("error");
+  }
+}
+
 TEST(EvalGsm8k, RefusedInputsNameWhatAndWhere) {
   const auto dir = scratch_dir("eval_refused");
   const auto data = dir / "data";

@@ -76,10 +76,11 @@ TEST(InferenceXEval, ValidateScoresAndCollectEvalResultsAgreeWithIxbench) {
   // Thresholds around the score: dsr1 (0.91) passes, glm5 (0.94) fails, an unknown prefix takes
   // the default (0.90).
   for (const std::string prefix : {"dsr1", "glm5", "unknown-model"}) {
-    auto theirs = testing::run_process(
-        {"/bin/sh", "-c",
-         "cd " + sh_quote(dir) + " && " + python + " " + sh_quote(fs::path(checkout) / "utils/evals/validate_scores.py") +
-             " --thresholds " + sh_quote(thresholds) + " --model-prefix " + prefix + " --results-glob 'results*.json'"});
+    auto theirs = testing::run_process({"/bin/sh", "-c",
+                                        "cd " + sh_quote(dir) + " && " + python + " " +
+                                            sh_quote(fs::path(checkout) / "utils/evals/validate_scores.py") +
+                                            " --thresholds " + sh_quote(thresholds) + " --model-prefix " + prefix +
+                                            " --results-glob 'results*.json'"});
     auto ours = testing::run_ixbench(
         {"eval", "check", "--results", dir.string(), "--thresholds", thresholds, "--model-prefix", prefix});
     EXPECT_EQ(ours.exit_code, theirs.exit_code) << prefix << "\n" << theirs.out << theirs.err << ours.out << ours.err;
