@@ -12,6 +12,7 @@
 
 #include "bench/exchange.h"
 #include "bench/replay_request.h"
+#include "bench/run_watch.h"
 #include "bench/serve_runner.h"
 #include "common/rng.h"
 #include "workload/replay_plan.h"
@@ -671,28 +672,6 @@ Result<void> check_options(const ReplayRunnerOptions& o) {
   return {};
 }
 
-// Watches the run from the calling thread: signals, the server's process, progress lines.
-void watch(ReplayEngine& engine, const ReplayRunnerOptions& o) {
-  auto last_progress = std::chrono::steady_clock::now();
-  bool stop_sent = false;
-  while (!engine.finished()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::optional<std::string> reason;
-    if (o.interrupt && o.interrupt->load())
-      reason = "interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the run completed";
-    if (!process_alive(o.server_pid)) reason = fmt::format("server process {} exited during the run", o.server_pid);
-    if (reason && !stop_sent) {
-      stop_sent = true;
-      engine.loop().post([&engine, r = *reason] { engine.stop(r); });
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (o.on_progress && now - last_progress >= std::chrono::milliseconds(o.progress_interval_ms)) {
-      last_progress = now;
-      o.on_progress(engine.progress());
-    }
-  }
-}
-
 }  // namespace
 
 Result<ReplayRunnerOutput> run_replay(const ReplayRunnerOptions& options) {
@@ -704,7 +683,14 @@ Result<ReplayRunnerOutput> run_replay(const ReplayRunnerOptions& options) {
   if (auto ok = engine.loop().prepare(); !ok) return std::unexpected(ok.error());
   std::thread loop_thread([&engine] { engine.loop().run(); });
   engine.loop().post([&engine] { engine.start(); });
-  watch(engine, options);
+  watch_run(
+      engine.loop(), [&engine] { return engine.finished(); },
+      [&engine](std::string reason) { engine.stop(std::move(reason)); },
+      {.interrupt = options.interrupt,
+       .server_pid = options.server_pid,
+       .progress_interval_ms = options.progress_interval_ms,
+       .on_progress = options.on_progress ? std::function<void()>([&] { options.on_progress(engine.progress()); })
+                                          : std::function<void()>()});
   engine.loop().stop();
   loop_thread.join();
   ReplayRunnerOutput out = std::move(engine.output());

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bench/exchange.h"
+#include "bench/run_watch.h"
 #include "bench/serve_runner.h"
 #include "common/rng.h"
 #include "openai/backend.h"
@@ -200,28 +201,6 @@ void EvalEngine::finish_if_done() {
   if (in_flight_ == 0 && (stopping_ || next_ >= bodies_.size())) finished_.store(true, std::memory_order_release);
 }
 
-void watch(EvalEngine& engine, const EvalRunOptions& o) {
-  auto last_progress = std::chrono::steady_clock::now();
-  bool stop_sent = false;
-  while (!engine.finished()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::optional<std::string> reason;
-    if (o.interrupt && o.interrupt->load())
-      reason = "interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before the eval completed";
-    if (!bench::process_alive(o.server_pid))
-      reason = fmt::format("server process {} exited during the eval", o.server_pid);
-    if (reason && !stop_sent) {
-      stop_sent = true;
-      engine.loop().post([&engine, r = *reason] { engine.stop(r); });
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (o.on_progress && now - last_progress >= std::chrono::milliseconds(o.progress_interval_ms)) {
-      last_progress = now;
-      o.on_progress(engine.progress());
-    }
-  }
-}
-
 }  // namespace
 
 Result<EvalRunOutput> run_eval_requests(const EvalRunOptions& options, const std::vector<std::string>& bodies) {
@@ -231,7 +210,14 @@ Result<EvalRunOutput> run_eval_requests(const EvalRunOptions& options, const std
   const auto started = std::chrono::steady_clock::now();
   std::thread loop_thread([&engine] { engine.loop().run(); });
   engine.loop().post([&engine] { engine.start(); });
-  watch(engine, options);
+  bench::watch_run(
+      engine.loop(), [&engine] { return engine.finished(); },
+      [&engine](std::string reason) { engine.stop(std::move(reason)); },
+      {.interrupt = options.interrupt,
+       .server_pid = options.server_pid,
+       .progress_interval_ms = options.progress_interval_ms,
+       .on_progress = options.on_progress ? std::function<void()>([&] { options.on_progress(engine.progress()); })
+                                          : std::function<void()>()});
   engine.loop().stop();
   loop_thread.join();
   EvalRunOutput out = std::move(engine.output());
