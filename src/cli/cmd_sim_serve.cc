@@ -15,6 +15,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sanitize.h"
+#include "eval/model_family.h"
+#include "serve/gsm8k_answers.h"
 #include "serve/schedule_engines.h"
 #include "serve/sim_server.h"
 #include "serve/text_codec.h"
@@ -35,7 +37,72 @@ struct SimServeFlags {
   std::optional<double> fixed_itl_ms;
   std::string tokenizer = "auto";
   std::string fault_error_codes = "500";
+  std::optional<std::string> gsm8k_answers;  // --gsm8k-answers DIR
+  double gsm8k_accuracy = serve::kDefaultGsm8kAccuracy;
+  double gsm8k_runaway_rate = 0.0;
+  std::string gsm8k_model_family;  // empty = guessed from the served model name
 };
+
+// A probability flag's check: a number in [0, 1] (nan refused).
+CLI::Validator probability() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size() && value >= 0.0 && value <= 1.0) return {};
+        return "'" + text + "' is not a probability in [0, 1]";
+      },
+      "PROBABILITY");
+}
+
+// The --model-family names of eval/ (parse_model_family reads them, case-insensitively).
+std::vector<std::string> model_family_names() {
+  std::vector<std::string> names;
+  for (auto family : {eval::ModelFamily::kDeepseek, eval::ModelFamily::kDeepseekV4, eval::ModelFamily::kQwen,
+                      eval::ModelFamily::kLlama, eval::ModelFamily::kGptOss, eval::ModelFamily::kKimi,
+                      eval::ModelFamily::kGlm, eval::ModelFamily::kMinimax, eval::ModelFamily::kNone})
+    names.emplace_back(eval::model_family_name(family));
+  return names;
+}
+
+// --gsm8k-answers and its companions (checked by CLI11: rates in [0, 1], a known family, and the
+// companions only with --gsm8k-answers).
+void add_gsm8k_flags(CLI::App& cmd, SimServeFlags& flags) {
+  auto* answers =
+      cmd.add_option("--gsm8k-answers", flags.gsm8k_answers,
+                     "GSM8K answer mode: DIR holds GSM8K's test.jsonl; a request whose prompt ends with one "
+                     "of its questions gets a worked answer (see docs/sim-serve.md)");
+  answers->type_name("DIR");
+  cmd.add_option("--gsm8k-accuracy", flags.gsm8k_accuracy,
+                 "with --gsm8k-answers: fraction of problems answered correctly (seeded per problem)")
+      ->capture_default_str()
+      ->check(probability())
+      ->needs(answers);
+  cmd.add_option("--gsm8k-runaway-rate", flags.gsm8k_runaway_rate,
+                 "with --gsm8k-answers: fraction of problems whose answer ignores the stop strings and runs on past "
+                 "the end-of-turn marker into junk until max_tokens")
+      ->capture_default_str()
+      ->check(probability())
+      ->needs(answers);
+  cmd.add_option("--gsm8k-model-family", flags.gsm8k_model_family,
+                 "with --gsm8k-answers: whose end-of-turn and role markers a runaway emits (default: guessed from "
+                 "the served model name, else none: </s>)")
+      ->check(CLI::IsMember(model_family_names(), CLI::ignore_case))
+      ->needs(answers);
+}
+
+// The answer mode's options, when --gsm8k-answers is given.
+std::optional<serve::Gsm8kAnswerOptions> gsm8k_options(const SimServeFlags& flags) {
+  if (!flags.gsm8k_answers) return std::nullopt;
+  serve::Gsm8kAnswerOptions options;
+  options.dir = *flags.gsm8k_answers;
+  options.accuracy = flags.gsm8k_accuracy;
+  options.runaway_rate = flags.gsm8k_runaway_rate;
+  if (!flags.gsm8k_model_family.empty()) {
+    if (auto family = eval::parse_model_family(flags.gsm8k_model_family)) options.family = *family;
+  }
+  return options;
+}
 
 Result<std::unique_ptr<serve::TextCodec>> make_codec(const SimServeFlags& flags) {
   if (flags.tokenizer == "none") return serve::make_fallback_codec();
@@ -137,6 +204,7 @@ int run(SimServeFlags& flags, bool explicit_fault_seed) {
   }
   auto codec = make_codec(flags);
   if (!codec) return report_error(codec.error());
+  flags.serve.gsm8k = gsm8k_options(flags);
   auto result = serve::run_until_signalled(flags.serve, std::move(engine), std::move(*codec));
   return result ? kExitOk : report_error(result.error());
 }
@@ -195,6 +263,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--fault-health-delay-ms", f.health_delay_ms, "/health answers 503 for this long after start");
   cmd->add_option("--fault-short-rate", f.short_rate,
                   "fraction of requests finishing early (fewer tokens than asked, finish_reason stop)");
+  add_gsm8k_flags(*cmd, *flags);
   registry.on_run(cmd, [flags, cmd] { return run(*flags, cmd->count("--fault-seed") > 0); });
 }
 

@@ -336,6 +336,26 @@ void ServeMetrics::render_own(std::string& out, const std::string& ixbench_label
         static_cast<double>(profile_stops_.load(std::memory_order_relaxed)));
   gauge(out, "ixbench:injected_faults_total", "Requests given an injected fault.", "counter", ixbench_labels,
         static_cast<double>(faults_.load(std::memory_order_relaxed)));
+  if (gsm8k_enabled_) render_gsm8k(out, ixbench_labels);
+}
+
+void ServeMetrics::count_gsm8k_answered(bool correct, bool runaway) {
+  (correct ? gsm8k_correct_ : gsm8k_wrong_).fetch_add(1, std::memory_order_relaxed);
+  if (runaway) gsm8k_runaway_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ServeMetrics::render_gsm8k(std::string& out, const std::string& ixbench_labels) const {
+  auto load = [](const std::atomic<int64_t>& value) {
+    return static_cast<double>(value.load(std::memory_order_relaxed));
+  };
+  labelled_counter(out, "ixbench:gsm8k_answered_total", "Requests answered from the GSM8K answer key, by verdict.",
+                   ixbench_labels, "correct", {{"true", load(gsm8k_correct_)}, {"false", load(gsm8k_wrong_)}});
+  gauge(out, "ixbench:gsm8k_runaway_total",
+        "GSM8K answers that ignored the stop strings and ran on past the answer to max_tokens.", "counter",
+        ixbench_labels, load(gsm8k_runaway_));
+  gauge(out, "ixbench:gsm8k_unmatched_total",
+        "Requests whose prompt held no GSM8K test question (answered with the ordinary simulated text).", "counter",
+        ixbench_labels, load(gsm8k_unmatched_));
 }
 
 }  // namespace ix::serve

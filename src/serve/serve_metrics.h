@@ -76,6 +76,12 @@ class ServeMetrics {
   void count_profile_start() { profile_starts_.fetch_add(1, std::memory_order_relaxed); }
   void count_profile_stop() { profile_stops_.fetch_add(1, std::memory_order_relaxed); }
   void count_fault() { faults_.fetch_add(1, std::memory_order_relaxed); }
+  // GSM8K answer mode (--gsm8k-answers): its series are rendered once enabled. Answered requests
+  // by verdict (ixbench:gsm8k_answered_total{correct}), the runaways among them, and requests whose
+  // prompt held no known question (given the ordinary simulated text).
+  void enable_gsm8k() { gsm8k_enabled_ = true; }
+  void count_gsm8k_answered(bool correct, bool runaway);
+  void count_gsm8k_unmatched() { gsm8k_unmatched_.fetch_add(1, std::memory_order_relaxed); }
 
   // The whole /metrics text (Prometheus exposition format 0.0.4).
   std::string render(const sim::EngineMetrics& engine, std::string_view model_name) const;
@@ -84,6 +90,7 @@ class ServeMetrics {
   void render_finished(std::string& out, const std::string& labels) const;
   void render_latency_histograms(std::string& out, const std::string& labels) const;
   void render_own(std::string& out, const std::string& ixbench_labels) const;
+  void render_gsm8k(std::string& out, const std::string& ixbench_labels) const;
   Histogram ttft_;
   Histogram inter_token_;
   Histogram e2e_;
@@ -99,6 +106,11 @@ class ServeMetrics {
   std::atomic<int64_t> profile_starts_{0};
   std::atomic<int64_t> profile_stops_{0};
   std::atomic<int64_t> faults_{0};
+  bool gsm8k_enabled_ = false;  // set before the server starts
+  std::atomic<int64_t> gsm8k_correct_{0};
+  std::atomic<int64_t> gsm8k_wrong_{0};
+  std::atomic<int64_t> gsm8k_runaway_{0};
+  std::atomic<int64_t> gsm8k_unmatched_{0};
 };
 
 }  // namespace ix::serve

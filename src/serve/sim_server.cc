@@ -44,6 +44,8 @@ struct ServeState {
   // Set when the engine is a fixed schedule: requests are then admitted and their events produced
   // by the connection's own event loop (CompletionSource::produce_due), not by an engine thread.
   FixedScheduleEngine* fixed = nullptr;
+  // --gsm8k-answers: the scripted answers (null without the flag).
+  std::unique_ptr<const Gsm8kAnswerKey> gsm8k;
   // Last, so it goes first: its jobs use everything above.
   PromptWorkers workers;
 
@@ -206,6 +208,11 @@ struct StreamSpec {
   std::string id;
   int64_t created = 0;
   size_t token_offset = 0;  // where in the codec's output cycle this request starts
+  // GSM8K answer mode: the output tokens come from this script instead of the codec's cycle.
+  const AnswerScript* script = nullptr;
+  // The engine was asked for exactly the tokens of a natural end (the scripted answer): its
+  // "length" finish is reported as "stop".
+  bool natural_end = false;
 };
 
 // Renders a request's response from its engine events (streamed or, for stream=false, collected).
@@ -404,15 +411,14 @@ class CompletionSource final : public http::BodySource {
 
   // One engine event = one SSE event carrying `tokens` tokens of text.
   void emit_event(std::string& out, int32_t tokens, bool last) {
-    const auto& cycle = state_.codec->output_tokens();
     if (spec_.stop.empty() && spec_.stop_token_ids.empty()) {
       completion_tokens_ += tokens;
       if (spec_.stream) {
         out += prefix_;
-        for (int32_t index = 0; index < tokens; ++index) out += cycle[next_token_index()].json_text;
+        for (int32_t index = 0; index < tokens; ++index) out += next_token().json_text;
         end_event(out, last ? final_suffix(finish_reason_name()) : suffix_);
       } else {
-        for (int32_t index = 0; index < tokens; ++index) text_ += cycle[next_token_index()].text;
+        for (int32_t index = 0; index < tokens; ++index) text_ += next_token().text;
       }
       return;
     }
@@ -425,7 +431,7 @@ class CompletionSource final : public http::BodySource {
     std::string raw;
     int32_t taken = 0;
     while (taken < tokens && !stopped_) {
-      const OutputToken& token = cycle[next_token_index()];
+      const OutputToken& token = next_token();
       const bool may_stop = generated_ >= spec_.min_tokens;
       ++generated_;
       ++taken;
@@ -498,17 +504,22 @@ class CompletionSource final : public http::BodySource {
     out += "}\n\n";
   }
 
-  size_t next_token_index() {
-    const size_t size = state_.codec->output_tokens().size();
-    size_t index = (spec_.token_offset + token_cursor_) % size;
-    ++token_cursor_;
-    return index;
+  // The request's next output token: its script's, else the codec's cycle from its offset.
+  const OutputToken& next_token() {
+    const size_t index = token_cursor_++;
+    if (spec_.script != nullptr) return spec_.script->token(index);
+    const auto& cycle = state_.codec->output_tokens();
+    return cycle[(spec_.token_offset + index) % cycle.size()];
+  }
+
+  // The engine generated fewer tokens than max_tokens on purpose (a short fault, a scripted
+  // answer's end), so its "length" is a natural stop.
+  bool ends_naturally() const {
+    return (spec_.faults.short_tokens != 0 || spec_.natural_end) && finish_ == sim::FinishReason::kLength;
   }
 
   std::string finish_reason_name() const {
-    if (stopped_) return "stop";
-    // A short-fault request was submitted with fewer tokens; it reports a natural stop.
-    if (spec_.faults.short_tokens != 0 && finish_ == sim::FinishReason::kLength) return "stop";
+    if (stopped_ || ends_naturally()) return "stop";
     return std::string(finish_name(finish_));
   }
 
@@ -533,7 +544,8 @@ class CompletionSource final : public http::BodySource {
 
   PullResult finish(std::string& out) {
     ended_ = true;
-    sim::FinishReason counted = stopped_ || spec_.faults.short_tokens != 0 ? sim::FinishReason::kStop : finish_;
+    const bool stop = stopped_ || spec_.faults.short_tokens != 0 || ends_naturally();
+    sim::FinishReason counted = stop ? sim::FinishReason::kStop : finish_;
     state_.metrics.count_finished(counted);
     engine_done_ = true;
     if (spec_.stream) {
@@ -900,10 +912,12 @@ class Router {
                     chat ? "messages" : "prompt"};
   }
 
-  // A completion request parsed, with its prompt's token ids (truncated as asked).
+  // A completion request parsed, with its prompt's token ids (truncated as asked), and in GSM8K
+  // answer mode the script of its question (null: no known question).
   struct Prepared {
     OpenAiRequest request;
     std::vector<int32_t> ids;
+    const AnswerScript* script = nullptr;
   };
 
   std::expected<Prepared, ApiError> prepare_completion(std::string_view body, ApiKind kind) const {
@@ -921,7 +935,8 @@ class Router {
       return std::unexpected(ApiError{400, "BadRequestError", "The prompt cannot be empty: it encodes to no tokens",
                                       chat ? "messages" : "prompt"});
     }
-    return Prepared{std::move(*parsed), std::move(*ids)};
+    const AnswerScript* script = state_.gsm8k ? state_.gsm8k->find(*parsed) : nullptr;
+    return Prepared{std::move(*parsed), std::move(*ids), script};
   }
 
   // vLLM's truncate_prompt_tokens: k keeps the last k prompt tokens; -1 means max_model_len.
@@ -1032,16 +1047,19 @@ class Router {
     auto shared = std::make_shared<StreamShared>(state_.metrics, received_ns);
     // A fixed-schedule stream is pulled by its own timer on this loop; only engine threads wake it.
     if (state_.fixed == nullptr) shared->waker = context.waker();
-    auto source = std::make_unique<CompletionSource>(state_, shared, make_spec(parsed, plan));
+    StreamSpec spec = make_spec(parsed, plan);
 
     sim::GenerationRequest generation;
     generation.prompt_token_ids = std::move(prepared.ids);
     generation.max_tokens = static_cast<int32_t>(plan.short_tokens != 0 ? plan.short_tokens : max_tokens);
     generation.ignore_eos = parsed.ignore_eos;
-    generation.min_tokens = static_cast<int32_t>(std::min<int64_t>(parsed.min_tokens, generation.max_tokens));
     if (!parsed.max_tokens) generation.natural_max_tokens = kDefaultBudgetNaturalMaxTokens;
+    if (prepared.script != nullptr) follow_script(*prepared.script, parsed, max_tokens, spec, generation);
+    generation.min_tokens = static_cast<int32_t>(std::min<int64_t>(parsed.min_tokens, generation.max_tokens));
     if (parsed.user) generation.session_id = fnv1a64(*parsed.user);
+    auto source = std::make_unique<CompletionSource>(state_, shared, std::move(spec));
     if (auto refused = submit(std::move(generation), arrived_ns, shared, *source)) return std::move(*refused);
+    count_gsm8k(prepared.script);
 
     ServerResponse response;
     if (parsed.stream) {
@@ -1053,6 +1071,31 @@ class Router {
     }
     response.source = std::move(source);
     return response;
+  }
+
+  // GSM8K answer mode: the request's output is `script`. The engine generates exactly the scripted
+  // length (a short fault may cut it further); a runaway ignores the request's stops.
+  static void follow_script(const AnswerScript& script, const OpenAiRequest& parsed, int64_t max_tokens,
+                            StreamSpec& spec, sim::GenerationRequest& generation) {
+    const ScriptedLength length = scripted_length(script, max_tokens, parsed.min_tokens, parsed.ignore_eos);
+    spec.script = &script;
+    spec.natural_end = length.natural_end;
+    if (script.runaway) {
+      spec.stop.clear();
+      spec.stop_token_ids.clear();
+    }
+    generation.max_tokens = std::min(generation.max_tokens, length.tokens);
+    generation.ignore_eos = true;
+    generation.natural_max_tokens = 0;
+  }
+
+  void count_gsm8k(const AnswerScript* script) {
+    if (!state_.gsm8k) return;
+    if (script == nullptr) {
+      state_.metrics.count_gsm8k_unmatched();
+    } else {
+      state_.metrics.count_gsm8k_answered(script->correct, script->runaway);
+    }
   }
 
   // Hands the request to the fixed schedule or the engine; the error response when refused.
@@ -1137,6 +1180,13 @@ Result<std::unique_ptr<SimServer>> SimServer::start(const SimServeOptions& optio
       options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int worker_threads = options.tokenize_threads > 0 ? options.tokenize_threads : loop_threads;
   impl->state = std::make_unique<ServeState>(options, std::move(engine), std::move(codec), worker_threads);
+  if (options.gsm8k) {
+    auto key = Gsm8kAnswerKey::load(*options.gsm8k, *impl->state->codec, options.model_name, options.seed);
+    if (!key) return std::unexpected(key.error());
+    log::info("sim serve: {}", (*key)->description());
+    impl->state->gsm8k = std::move(*key);
+    impl->state->metrics.enable_gsm8k();
+  }
   http::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;

@@ -31,17 +31,23 @@
 // and the connection's own event loop produces each event when its timer fires at the due time
 // (one timer per stream in the loop's timer queue), so delivery scales with the loop threads.
 //
+// With SimServeOptions::gsm8k (--gsm8k-answers) the output text of a request whose prompt holds a
+// GSM8K test question is its scripted answer (serve/gsm8k_answers.h) instead of the passage: the
+// engine generates the answer's tokens (its natural end) or, for a runaway, max_tokens.
+//
 // Thread-safety: start() and stop() from one controlling thread; port()/connection_count() from
 // any thread. The engine and codec are owned by the server and outlive every connection.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "serve/fault_injector.h"
+#include "serve/gsm8k_answers.h"
 #include "serve/text_codec.h"
 #include "sim/live_engine.h"
 
@@ -84,6 +90,8 @@ struct SimServeOptions {
   int tokenize_threads = 0;                           // prompt workers; 0 = as many as event-loop threads
   // One line describing the engine, for /v1/models' "ixbench" block and the start log.
   std::string engine_description;
+  // GSM8K answer mode; its answer key is loaded (and the start fails on its errors) in start().
+  std::optional<Gsm8kAnswerOptions> gsm8k;
 };
 
 class SimServer {

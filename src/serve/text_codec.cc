@@ -73,6 +73,17 @@ class FallbackCodec final : public TextCodec {
     }
   }
 
+  std::vector<OutputToken> output_pieces(std::string_view text) const override {
+    std::vector<OutputToken> out;
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t end = piece_end(text, pos);
+      std::string piece(text.substr(pos, end - pos));
+      out.push_back({piece_id(piece), piece, json_escape(piece)});
+      pos = end;
+    }
+    return out;
+  }
+
   Result<std::string> render_chat(const std::vector<ChatTurn>& messages, bool add_generation_prompt) const override {
     return plain_chat(messages, add_generation_prompt);
   }
@@ -118,6 +129,31 @@ class TokenizerCodec final : public TextCodec {
   }
   Result<std::string> decode(std::span<const int32_t> ids) const override {
     return tokenizer_->decode(ids, false);  // vLLM's /detokenize: tokenizer.decode(ids), specials kept
+  }
+
+  // Tokens are grouped until the group decodes to the next bytes of `text`: a token that ends
+  // inside a character decodes to U+FFFD alone, and only with the tokens completing the character
+  // to the text. The group's text goes to its last token, the others get "". Whatever no group
+  // matched (a normalizer that changed the text) goes to the last token, so the pieces always
+  // concatenate to `text`.
+  std::vector<OutputToken> output_pieces(std::string_view text) const override {
+    const std::vector<int32_t> ids = tokenizer_->encode(text, false);
+    std::vector<OutputToken> out;
+    out.reserve(ids.size());
+    size_t pos = 0;
+    size_t group = 0;  // first token of the group being built
+    for (size_t i = 0; i < ids.size(); ++i) {
+      out.push_back({ids[i], "", ""});
+      const std::string decoded =
+          tokenizer_->decode(std::span<const int32_t>(ids).subspan(group, i + 1 - group), false);
+      if (i + 1 < ids.size() && text.substr(pos, decoded.size()) != decoded) continue;
+      const size_t take = i + 1 < ids.size() ? decoded.size() : text.size() - pos;
+      out.back().text = std::string(text.substr(pos, take));
+      out.back().json_text = json_escape(out.back().text);
+      pos += take;
+      group = i + 1;
+    }
+    return out;
   }
   std::optional<std::string> token_string(int32_t id) const override {
     auto token = tokenizer_->id_to_token(id);

@@ -65,6 +65,13 @@ class TextCodec {
   virtual std::optional<int32_t> vocab_size() const = 0;
   // One line for logs and /v1/models ("tokenizer deepseek_v3 (exact)" / "approximate ...").
   virtual std::string description() const = 0;
+  // `text` as output tokens, for scripted output (sim serve's GSM8K answers): the tokens encode()
+  // gives it (without special tokens), each with its piece of the text, so the pieces concatenate
+  // to `text` exactly and re-encode to the counted tokens. Every piece is valid UTF-8: a token that
+  // ends inside a character (byte-level BPE splits multi-byte characters) gets an empty piece and
+  // the character goes with the token that completes it, as a streaming server holds back
+  // incomplete characters; the token count stays the encoder's.
+  virtual std::vector<OutputToken> output_pieces(std::string_view text) const = 0;
   // The output token cycle (never empty).
   const std::vector<OutputToken>& output_tokens() const { return output_tokens_; }
   // Indices into output_tokens() of the tokens that begin a word (their text starts with a
