@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "common/file_io.h"
 #include "common/json_io.h"
+#include "http/client.h"
 #include "support/server_process.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
@@ -64,6 +67,14 @@ std::vector<int64_t> ints(const bj::value& value) {
   std::vector<int64_t> out;
   for (const auto& item : value.as_array()) out.push_back(item.as_int64());
   return out;
+}
+
+// The server's /metrics text.
+std::string http_get_metrics(const std::string& base_url) {
+  auto url = http::Url::parse(base_url);
+  if (!url) return {};
+  auto reply = http::fetch(*url, "GET", "/metrics");
+  return reply ? reply->body : std::string();
 }
 
 uint16_t closed_port() {
@@ -195,6 +206,77 @@ TEST(EvalGsm8k, RefusedInputsNameWhatAndWhere) {
     EXPECT_EQ(run.exit_code, 1) << c.says << "\n" << run.err;
     EXPECT_NE(run.err.find(c.says), std::string::npos) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;  // one clean error line
+  }
+}
+
+double score(const bj::object& result, const std::string& filter) {
+  return result.at("results").at("gsm8k").at("exact_match," + filter).as_double();
+}
+
+TEST(EvalGsm8k, ASimulatedModelRight95PercentOfTheTimeScoresWithinItsStandardError) {
+  const std::string data = ix::testing::shared_path("data/gsm8k");
+  if (data.empty()) GTEST_SKIP() << ix::testing::shared_missing_message("data/gsm8k");
+  auto server = ServerProcess::start(
+      {"--model", "deepseek-r1", "--tp", "8", "--no-delay", "--gsm8k-answers", data, "--gsm8k-accuracy", "0.95"});
+  ASSERT_TRUE(server) << server.error().to_string();
+  const auto dir = scratch_dir("eval_p95");
+  auto args = eval_args((*server)->base_url(), dir, {"-c", "16,64"});
+  args[std::find(args.begin(), args.end(), "--dataset-dir") - args.begin() + 1] = data;
+  auto run = run_ixbench(args, "", 300);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto c16 = read_json(dir / "results_conc16.json");
+  const auto c64 = read_json(dir / "results_conc64.json");
+  for (const std::string filter : {"strict-match", "flexible-extract"}) {
+    const double s = score(c64, filter);
+    const double se = c64.at("results").at("gsm8k").at("exact_match_stderr," + filter).as_double();
+    EXPECT_NEAR(se, std::sqrt(s * (1 - s) / 1318.0), 1e-12);  // sample std / sqrt(n) of 0/1 scores
+    EXPECT_LE(std::abs(s - 0.95), se) << filter << " " << s;
+    EXPECT_EQ(score(c16, filter), s);  // the verdicts are per problem, not per arrival order
+  }
+  EXPECT_EQ(c64.at("n-samples").at("gsm8k").at("effective").as_int64(), 1319);
+  // The score is exactly the share of reference answers the server gave (over both runs).
+  const std::string metrics = http_get_metrics((*server)->base_url());
+  const std::string key = "ixbench:gsm8k_answered_total{correct=\"true\",model_name=\"deepseek-r1\"} ";
+  const size_t at = metrics.find(key);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  const double right = std::stod(metrics.substr(at + key.size()));
+  EXPECT_DOUBLE_EQ(right, 2 * std::round(score(c64, "strict-match") * 1319));
+}
+
+TEST(EvalGsm8k, RunawayRepliesAreCutAtEachFamilysMarkers) {
+  for (const std::string family : {"deepseek", "deepseek_v4", "qwen", "llama", "gptoss", "kimi", "glm", "minimax"}) {
+    auto server = ServerProcess::start({"--model", "deepseek-r1", "--tp", "8", "--no-delay", "--gsm8k-answers",
+                                        source_path("tests/data/gsm8k"), "--gsm8k-accuracy", "1",
+                                        "--gsm8k-runaway-rate", "1", "--gsm8k-model-family", family});
+    ASSERT_TRUE(server) << family << ": " << server.error().to_string();
+    const auto dir = scratch_dir("eval_runaway_" + family);
+    auto run = run_ixbench(
+        eval_args((*server)->base_url(), dir, {"-c", "4", "--max-tokens", "200", "--model-family", family}));
+    ASSERT_EQ(run.exit_code, 0) << family << ": " << run.err;
+    const auto result = read_json(dir / "results_conc4.json");
+    EXPECT_EQ(score(result, "strict-match"), 1.0) << family;
+    EXPECT_EQ(score(result, "flexible-extract"), 1.0) << family;
+    const auto& block = result.at("ixbench").as_object();
+    EXPECT_EQ(block.at("truncated_at_marker").as_int64(), 12) << family;
+    EXPECT_EQ(block.at("finish_reasons").at("length").as_int64(), 12) << family;
+    for (const auto& s : read_jsonl(dir / "samples_gsm8k_conc4.jsonl")) {
+      EXPECT_TRUE(s.at("truncated_at_marker").as_bool()) << family;
+      const std::string completion(s.at("resps").at(0).at(0).as_string());
+      const std::string scored(s.at("scored_text").as_string());
+      EXPECT_GT(completion.size(), scored.size()) << family;
+      EXPECT_EQ(completion.compare(scored.size(), s.at("marker").as_string().size(), s.at("marker").as_string()), 0)
+          << family;
+    }
+    if (family != "deepseek") continue;
+    // Without the family's markers the junk after the answer is scored, and its numbers win.
+    const auto bare = scratch_dir("eval_runaway_bare");
+    auto unguarded = run_ixbench(
+        eval_args((*server)->base_url(), bare, {"-c", "4", "--max-tokens", "200", "--model-family", "none"}));
+    ASSERT_EQ(unguarded.exit_code, 0) << unguarded.err;
+    const auto bare_result = read_json(bare / "results_conc4.json");
+    EXPECT_LT(score(bare_result, "strict-match"), 0.5);
+    EXPECT_LT(score(bare_result, "flexible-extract"), 0.5);
+    EXPECT_EQ(bare_result.at("ixbench").at("truncated_at_marker").as_int64(), 0);
   }
 }
 
