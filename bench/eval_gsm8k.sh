@@ -2,9 +2,11 @@
 # GSM8K eval throughput: all 1319 test problems at concurrency 64 against `sim serve --no-delay
 # --gsm8k-answers` (DeepSeek-R1 on 8x H200, simulated, packaged DeepSeek tokenizer; bench/lib.sh),
 # timed end to end for `ixbench eval gsm8k` (prompts, requests, scoring, files) and, side by side
-# on the same server, for a minimal Python client (threads + http.client, non-streaming, the same
-# request bodies, no scoring) — a floor for what a Python eval harness spends on the client side,
-# not lm-eval itself. Prints both wall times, ixbench's peak RSS and the ratio.
+# on the same server, for a minimal Python client (64 threads + http.client, the same prompts and
+# stops, streamed like ixbench's, the content collected, no scoring or files) — a floor for what
+# a Python eval harness spends on the client side, not lm-eval itself. Prints both wall times,
+# ixbench's peak RSS and the ratio. The server gets SERVER_CPUS (default 0) and SIM_THREADS event
+# loops (default 1); with few cores it is the bottleneck of both runs.
 #
 # Usage: bench/eval_gsm8k.sh [IXBENCH [GSM8K_DIR [CPUS_SERVER [CPUS_CLIENT]]]]
 #   e.g. bench/eval_gsm8k.sh build/release/src/cli/ixbench ../shared/data/gsm8k 0 1
@@ -39,9 +41,15 @@ def ask(prompt):
     if not hasattr(local, "conn"):
         local.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     body = json.dumps({"model": "deepseek-ai/DeepSeek-R1-0528", "messages": [{"role": "user", "content": prompt}],
-                       "max_tokens": 12288, "temperature": 0, "stop": stops, "seed": 1234})
+                       "max_tokens": 12288, "temperature": 0, "stop": stops, "seed": 1234, "stream": True,
+                       "stream_options": {"include_usage": True}})
     local.conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
-    return json.loads(local.conn.getresponse().read())["choices"][0]["message"]["content"]
+    text = []
+    for line in local.conn.getresponse().read().decode().split("\n"):
+        if line.startswith("data: ") and line != "data: [DONE]":
+            for choice in json.loads(line[6:]).get("choices", []):
+                text.append(choice.get("delta", {}).get("content") or "")
+    return "".join(text)
 start = time.monotonic()
 with ThreadPoolExecutor(64) as pool:
     answers = list(pool.map(ask, prompts))
