@@ -683,14 +683,7 @@ Result<ReplayRunnerOutput> run_replay(const ReplayRunnerOptions& options) {
   if (auto ok = engine.loop().prepare(); !ok) return std::unexpected(ok.error());
   std::thread loop_thread([&engine] { engine.loop().run(); });
   engine.loop().post([&engine] { engine.start(); });
-  watch_run(
-      engine.loop(), [&engine] { return engine.finished(); },
-      [&engine](std::string reason) { engine.stop(std::move(reason)); },
-      {.interrupt = options.interrupt,
-       .server_pid = options.server_pid,
-       .progress_interval_ms = options.progress_interval_ms,
-       .on_progress = options.on_progress ? std::function<void()>([&] { options.on_progress(engine.progress()); })
-                                          : std::function<void()>()});
+  watch_engine(engine, options);
   engine.loop().stop();
   loop_thread.join();
   ReplayRunnerOutput out = std::move(engine.output());

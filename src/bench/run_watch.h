@@ -29,4 +29,15 @@ struct RunWatch {
 void watch_run(http::ClientLoop& loop, const std::function<bool()>& finished, std::function<void(std::string)> stop,
                const RunWatch& watch);
 
+// watch_run() for a runner engine (loop(), finished(), stop(reason), progress()) and its options
+// (interrupt, server_pid, progress_interval_ms, on_progress(progress)).
+template <typename Engine, typename Options>
+void watch_engine(Engine& engine, const Options& o) {
+  RunWatch watch{.interrupt = o.interrupt, .server_pid = o.server_pid, .progress_interval_ms = o.progress_interval_ms};
+  if (o.on_progress) watch.on_progress = [&engine, &o] { o.on_progress(engine.progress()); };
+  watch_run(
+      engine.loop(), [&engine] { return engine.finished(); },
+      [&engine](std::string reason) { engine.stop(std::move(reason)); }, watch);
+}
+
 }  // namespace ix::bench

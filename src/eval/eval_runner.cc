@@ -210,14 +210,7 @@ Result<EvalRunOutput> run_eval_requests(const EvalRunOptions& options, const std
   const auto started = std::chrono::steady_clock::now();
   std::thread loop_thread([&engine] { engine.loop().run(); });
   engine.loop().post([&engine] { engine.start(); });
-  bench::watch_run(
-      engine.loop(), [&engine] { return engine.finished(); },
-      [&engine](std::string reason) { engine.stop(std::move(reason)); },
-      {.interrupt = options.interrupt,
-       .server_pid = options.server_pid,
-       .progress_interval_ms = options.progress_interval_ms,
-       .on_progress = options.on_progress ? std::function<void()>([&] { options.on_progress(engine.progress()); })
-                                          : std::function<void()>()});
+  bench::watch_engine(engine, options);
   engine.loop().stop();
   loop_thread.join();
   EvalRunOutput out = std::move(engine.output());
