@@ -84,10 +84,12 @@ std::string gsm8k_reference_solution(std::string_view answer) {
 
 std::string gsm8k_wrong_number(std::string_view final_answer, int64_t offset) {
   const std::string plain = without_commas_and_dollars(final_answer);
+  if (offset == 0) offset = 1;
   if (auto value = parse_integer(plain)) {
-    const bool overflows =
-        *value > std::numeric_limits<int64_t>::max() - 9 || *value < std::numeric_limits<int64_t>::min() + 9;
-    return std::to_string(overflows ? (*value > 0 ? *value - 1 : *value + 1) : *value + offset);
+    // At the ends of int64 the offset goes the other way.
+    const bool fits = offset > 0 ? *value <= std::numeric_limits<int64_t>::max() - offset
+                                 : *value >= std::numeric_limits<int64_t>::min() - offset;
+    return std::to_string(fits ? *value + offset : *value - offset);
   }
   return plain + "1";
 }

@@ -81,7 +81,7 @@ struct SimServeOptions {
   // Further names (vLLM's --served-model-name takes several; the first is model_name, the one
   // responses report): each is accepted in a request's "model" and listed by /v1/models.
   std::vector<std::string> model_aliases;
-  uint64_t seed = 0;  // response ids and output text offsets
+  uint64_t seed = 0;  // response ids, output text offsets and GSM8K verdicts
   FaultOptions faults;
   int64_t request_timeout_ms = 30000;
   int64_t idle_timeout_ms = 300000;

@@ -299,6 +299,11 @@ std::map<std::string, CommandCase> command_cases() {
       {"--fault-malformed-rate", {"--fault-malformed-rate", "0.1"}},
       {"--fault-health-delay-ms", {"--fault-health-delay-ms", "10"}},
       {"--fault-short-rate", {"--fault-short-rate", "0.1"}},
+      {"--gsm8k-answers", {"--gsm8k-answers", "{fixture}/gsm8k"}},
+      // The answer mode's companions need --gsm8k-answers.
+      {"--gsm8k-accuracy", {"--gsm8k-answers", "{fixture}/gsm8k", "--gsm8k-accuracy", "0.9"}},
+      {"--gsm8k-runaway-rate", {"--gsm8k-answers", "{fixture}/gsm8k", "--gsm8k-runaway-rate", "0.2"}},
+      {"--gsm8k-model-family", {"--gsm8k-answers", "{fixture}/gsm8k", "--gsm8k-model-family", "deepseek_v4"}},
   });
   const Samples sweep = {
       {"--config-files", {"--config-files", "{master}"}},
@@ -376,6 +381,11 @@ constexpr const char* kResult =
     R"({"request_throughput": 1.5, "output_throughput": 100.0, "total_token_throughput": 900.0, "completed": 4,)"
     R"( "failed": 0, "max_concurrency": 2, "median_ttft_ms": 12.5, "median_tpot_ms": 3.1, "p99_itl_ms": 4.0,)"
     R"( "median_e2el_ms": 40.0, "num_gpus": 8})";
+
+// One GSM8K problem in test.jsonl's shape, for sim serve's --gsm8k-answers.
+constexpr const char* kGsm8kTest =
+    R"({"question": "Tom has 3 apples and buys 4 more. How many apples does he have?", "answer": "3+4=<<3+4=7>>7\n#### 7"})"
+    "\n";
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -553,6 +563,8 @@ class CliOptions : public ::testing::Test {
     write_text(dir_ / "measured.csv", kMeasuredCsv);
     write_text(dir_ / "row.json", kSweepRow);
     write_text(dir_ / "result.json", kResult);
+    std::filesystem::create_directories(dir_ / "gsm8k");
+    write_text(dir_ / "gsm8k" / "test.jsonl", kGsm8kTest);
     vars_ = config_vars();
     vars_["fixture"] = dir_.string();
     vars_["source"] = source_path("");

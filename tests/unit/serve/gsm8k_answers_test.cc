@@ -82,6 +82,8 @@ TEST(Gsm8kAnswers, WrongNumbersDifferAfterNormalization) {
   EXPECT_EQ(gsm8k_wrong_number("1,000", -2), "998");
   EXPECT_EQ(gsm8k_wrong_number("-3", 3), "0");
   EXPECT_EQ(gsm8k_wrong_number("0.5", 1), "0.51");
+  EXPECT_EQ(gsm8k_wrong_number("9223372036854775807", 2), "9223372036854775805");
+  EXPECT_EQ(gsm8k_wrong_number("5", 0), "6");
   EXPECT_EQ(with_final_answer("x = 18\n#### 18", "21"), "x = 18\n#### 21");
   EXPECT_EQ(with_final_answer("no final line", "5"), "no final line\n#### 5");
   for (int64_t offset : {-9, -1, 1, 9})

@@ -263,5 +263,23 @@ TEST(ServeMetrics, CacheConfigInfoAndOffloadCountersAsVllmNamesThem) {
   EXPECT_NE(without.find("kv_offloading_size=\"None\""), std::string::npos);
 }
 
+TEST(ServeMetrics, Gsm8kCountersAppearOnlyInAnswerMode) {
+  ServeMetrics metrics;
+  metrics.count_gsm8k_answered(true, false);
+  EXPECT_EQ(metrics.render({}, "m").find("ixbench:gsm8k"), std::string::npos);
+  metrics.enable_gsm8k();
+  metrics.count_gsm8k_answered(true, true);
+  metrics.count_gsm8k_answered(false, false);
+  metrics.count_gsm8k_unmatched();
+  const std::string text = metrics.render({}, "m");
+  EXPECT_NE(text.find("# TYPE ixbench:gsm8k_answered_total counter\n"
+                      "ixbench:gsm8k_answered_total{correct=\"true\",model_name=\"m\"} 2.0\n"
+                      "ixbench:gsm8k_answered_total{correct=\"false\",model_name=\"m\"} 1.0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ixbench:gsm8k_runaway_total{model_name=\"m\"} 1.0\n"), std::string::npos);
+  EXPECT_NE(text.find("ixbench:gsm8k_unmatched_total{model_name=\"m\"} 1.0\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ix::serve
