@@ -208,6 +208,21 @@ Result<void> read_generation_kwargs(const TaskReader& r, const YamlNode& node, L
                   }}});
 }
 
+// What the reader understands of a parsed task (the rest is refused, not ignored).
+Result<void> check_task(const TaskReader& r, const YamlNode& root, const LmEvalTask& t) {
+  if (t.task.empty()) return r.error(root, "the task file needs 'task'");
+  if (t.output_type != "generate_until")
+    return r.error(root, fmt::format("output_type '{}' is not supported (generate_until is)", t.output_type));
+  if (t.doc_to_text.empty() || t.doc_to_target.empty())
+    return r.error(root, "the task needs doc_to_text and doc_to_target");
+  if (t.metrics.empty()) return r.error(root, "the task needs a metric_list");
+  if (t.repeats != 1) return r.error(root, fmt::format("repeats {} is not supported (1 is)", t.repeats));
+  if (t.do_sample || t.temperature != 0.0)
+    return r.error(root, "sampling is not supported: set do_sample: false, temperature: 0.0");
+  if (t.num_fewshot < 0) return r.error(root, "num_fewshot must be 0 or more");
+  return {};
+}
+
 }  // namespace
 
 Result<LmEvalTask> parse_lm_eval_task(std::string_view text, std::string_view source_name) {
@@ -260,16 +275,7 @@ Result<LmEvalTask> parse_lm_eval_task(std::string_view text, std::string_view so
                                          }}});
         }}});
   if (!ok) return std::unexpected(ok.error());
-  if (t.task.empty()) return r.error(*root, "the task file needs 'task'");
-  if (t.output_type != "generate_until")
-    return r.error(*root, fmt::format("output_type '{}' is not supported (generate_until is)", t.output_type));
-  if (t.doc_to_text.empty() || t.doc_to_target.empty())
-    return r.error(*root, "the task needs doc_to_text and doc_to_target");
-  if (t.metrics.empty()) return r.error(*root, "the task needs a metric_list");
-  if (t.repeats != 1) return r.error(*root, fmt::format("repeats {} is not supported (1 is)", t.repeats));
-  if (t.do_sample || t.temperature != 0.0)
-    return r.error(*root, "sampling is not supported: set do_sample: false, temperature: 0.0");
-  if (t.num_fewshot < 0) return r.error(*root, "num_fewshot must be 0 or more");
+  if (auto checked = check_task(r, *root, t); !checked) return std::unexpected(checked.error());
   return t;
 }
 
