@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 #include <cmath>
 
 namespace ix::json {
@@ -80,13 +81,90 @@ void append(std::string& out, const boost::json::value& value, int indent, int d
   }
 }
 
+// The value a document holds, with every double as the correctly rounded value of its text
+// (strtod, as Python's json and float() read it): Boost.JSON 1.81's own conversion can be one
+// unit in the last place off, which shows as a different last digit after arithmetic.
+struct ExactNumberHandler {
+  static constexpr std::size_t max_object_size = boost::json::object::max_size();
+  static constexpr std::size_t max_array_size = boost::json::array::max_size();
+  static constexpr std::size_t max_key_size = boost::json::string::max_size();
+  static constexpr std::size_t max_string_size = boost::json::string::max_size();
+  using string_view = boost::json::string_view;
+  using error_code = boost::system::error_code;
+
+  boost::json::value_stack st;
+  std::string number;  // the text of a number split across writes
+
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+  bool on_object_begin(error_code&) { return true; }
+  bool on_object_end(std::size_t n, error_code&) {
+    st.push_object(n);
+    return true;
+  }
+  bool on_array_begin(error_code&) { return true; }
+  bool on_array_end(std::size_t n, error_code&) {
+    st.push_array(n);
+    return true;
+  }
+  bool on_key_part(string_view s, std::size_t, error_code&) {
+    st.push_chars(s);
+    return true;
+  }
+  bool on_key(string_view s, std::size_t, error_code&) {
+    st.push_key(s);
+    return true;
+  }
+  bool on_string_part(string_view s, std::size_t, error_code&) {
+    st.push_chars(s);
+    return true;
+  }
+  bool on_string(string_view s, std::size_t, error_code&) {
+    st.push_string(s);
+    return true;
+  }
+  bool on_number_part(string_view s, error_code&) {
+    number.append(s.data(), s.size());
+    return true;
+  }
+  bool on_int64(std::int64_t i, string_view, error_code&) {
+    number.clear();
+    st.push_int64(i);
+    return true;
+  }
+  bool on_uint64(std::uint64_t u, string_view, error_code&) {
+    number.clear();
+    st.push_uint64(u);
+    return true;
+  }
+  bool on_double(double d, string_view s, error_code&) {
+    number.append(s.data(), s.size());
+    char* end = nullptr;
+    const double exact = std::strtod(number.c_str(), &end);
+    st.push_double(end == number.c_str() + number.size() && std::isfinite(exact) ? exact : d);
+    number.clear();
+    return true;
+  }
+  bool on_bool(bool b, error_code&) {
+    st.push_bool(b);
+    return true;
+  }
+  bool on_null(error_code&) {
+    st.push_null();
+    return true;
+  }
+  bool on_comment_part(string_view, error_code&) { return true; }
+  bool on_comment(string_view, error_code&) { return true; }
+};
+
 }  // namespace
 
 Result<boost::json::value> parse(std::string_view text, std::string_view source_name) {
-  boost::json::stream_parser parser;
+  boost::json::basic_parser<ExactNumberHandler> parser(boost::json::parse_options{});
+  parser.handler().st.reset();
   boost::system::error_code ec;
-  size_t consumed = parser.write(text.data(), text.size(), ec);
-  if (!ec) parser.finish(ec);
+  const size_t consumed = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec && consumed < text.size()) ec = boost::json::error::extra_data;
   if (ec) {
     // Locate the failure: count lines up to the byte the parser stopped at.
     size_t offset = std::min(consumed, text.size());
@@ -102,7 +180,7 @@ Result<boost::json::value> parse(std::string_view text, std::string_view source_
     }
     return fail(ErrorCode::kParse, fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column, ec.message()));
   }
-  return parser.release();
+  return parser.handler().st.release();
 }
 
 Result<boost::json::value> read_file(const std::filesystem::path& path, size_t max_bytes, std::string_view what) {

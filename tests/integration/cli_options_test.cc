@@ -214,6 +214,13 @@ std::map<std::string, CommandCase> command_cases() {
                                {"--system-idle-gap-cap-seconds", {"--system-idle-gap-cap-seconds", "1"}},
                                {"--fixed-schedule-speedup", {"--fixed-schedule", "--fixed-schedule-speedup", "100"}},
                            }};
+  cases["aggregate"] = {.base = {"--env-file", "{source}/tests/data/aggregate/env.json", "--raw",
+                                 "{source}/tests/data/aggregate/raw.json", "--out", "{tmp}/agg.json"},
+                        .samples = {
+                            {"--env-file", {"--env-file", "{source}/tests/data/aggregate/env.json"}},
+                            {"--raw", {"--raw", "{source}/tests/data/aggregate/raw.json"}},
+                            {"--out", {"--out", "{tmp}/agg_out.json"}},
+                        }};
   cases["eval gsm8k"] = {.base = {"--base-url", "{server}", "--model", "deepseek-ai/DeepSeek-R1-0528", "--dataset-dir",
                                   "{source}/tests/data/gsm8k", "--limit", "2", "--max-tokens", "32", "--output",
                                   "{tmp}/results.json", "--no-progress"},
