@@ -196,5 +196,38 @@ TEST(Aggregate, ProcessResultPyWritesTheSameBytesWhenACheckoutIsGiven) {
   }
 }
 
+TEST(Collect, EveryJsonUnderTheDirectoryInPathOrder) {
+  const fs::path dir = testing::scratch_dir("collect_sweep");
+  fs::create_directories(dir / "sweep" / "b");
+  ASSERT_TRUE(files::write_file(dir / "sweep" / "b" / "agg_2.json", R"({"conc": 2})"));
+  ASSERT_TRUE(files::write_file(dir / "sweep" / "agg_1.json", R"({"conc": 1, "x": 0.1})"));
+  ASSERT_TRUE(files::write_file(dir / "sweep" / "notes.txt", "not json, not collected"));
+  auto run = run_in(dir, {}, {testing::ixbench_binary(), "collect", "sweep", "exp"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "agg_exp.json: 2 records\n");
+  EXPECT_EQ(testing::read_whole_file(dir / "agg_exp.json"),
+            "[\n  {\n    \"conc\": 1,\n    \"x\": 0.1\n  },\n  {\n    \"conc\": 2\n  }\n]");
+  ASSERT_TRUE(files::write_file(dir / "sweep" / "broken.json", "{\"conc\": "));
+  auto broken = run_in(dir, {}, {testing::ixbench_binary(), "collect", "sweep", "exp2"});
+  EXPECT_EQ(broken.exit_code, 1);
+  EXPECT_NE(broken.err.find("broken.json:1:"), std::string::npos) << broken.err;
+  EXPECT_FALSE(fs::exists(dir / "agg_exp2.json"));
+  auto missing = run_in(dir, {}, {testing::ixbench_binary(), "collect", "nowhere", "exp3"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("nowhere: not a directory"), std::string::npos) << missing.err;
+  const char* checkout = std::getenv("IXBENCH_INFERENCEX_DIR");
+  const std::string python = testing::find_on_path("python3");
+  if (!checkout || python.empty() || !fs::exists(fs::path(checkout) / "utils" / "collect_results.py"))
+    GTEST_SKIP() << "set IXBENCH_INFERENCEX_DIR to an InferenceX checkout to compare with collect_results.py";
+  fs::remove(dir / "sweep" / "broken.json");
+  fs::remove_all(dir / "sweep" / "b");  // one file: the script's walk order cannot differ
+  auto ours = run_in(dir, {}, {testing::ixbench_binary(), "collect", "sweep", "one"});
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto theirs =
+      run_in(dir, {}, {python, (fs::path(checkout) / "utils" / "collect_results.py").string(), "sweep", "py"});
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.err;
+  EXPECT_EQ(testing::read_whole_file(dir / "agg_one.json"), testing::read_whole_file(dir / "agg_py.json"));
+}
+
 }  // namespace
 }  // namespace ix

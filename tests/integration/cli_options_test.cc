@@ -221,6 +221,13 @@ std::map<std::string, CommandCase> command_cases() {
                             {"--raw", {"--raw", "{source}/tests/data/aggregate/raw.json"}},
                             {"--out", {"--out", "{tmp}/agg_out.json"}},
                         }};
+  // collect's two positionals follow --out, so a sample that gives --out (all do) replaces them too.
+  cases["collect"] = {.base = {"--out", "{tmp}/agg_cli.json", "{source}/tests/data/aggregate", "cli"},
+                      .samples = {
+                          {"dir", {"--out", "{tmp}/agg_dir.json", "{source}/tests/data/aggregate", "cli"}},
+                          {"exp_name", {"--out", "{tmp}/agg_exp.json", "{source}/tests/data/aggregate", "cli"}},
+                          {"--out", {"--out", "{tmp}/agg_other.json", "{source}/tests/data/aggregate", "cli"}},
+                      }};
   cases["eval gsm8k"] = {.base = {"--base-url", "{server}", "--model", "deepseek-ai/DeepSeek-R1-0528", "--dataset-dir",
                                   "{source}/tests/data/gsm8k", "--limit", "2", "--max-tokens", "32", "--output",
                                   "{tmp}/results.json", "--no-progress"},
