@@ -229,5 +229,34 @@ TEST(Collect, EveryJsonUnderTheDirectoryInPathOrder) {
   EXPECT_EQ(testing::read_whole_file(dir / "agg_one.json"), testing::read_whole_file(dir / "agg_py.json"));
 }
 
+TEST(ParetoCommand, FrontiersCoverageAndDroppedPointsPerCurve) {
+  const std::string fixture = testing::source_path("tests/data/pareto");
+  auto table = testing::run_ixbench({"pareto", "--results", fixture, "--group-by", "hw"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("hw=h200: 6 points, 5 on the frontier, 0 dropped: PASS"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("hw=b200: 6 points, 5 on the frontier, 1 dropped: WARN"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("conc 512 (median_e2el is 0)"), std::string::npos) << table.out;
+  auto js = testing::run_ixbench({"pareto", "--results", fixture + "/agg_sweep.json", "--x", "median_intvty",
+                                  "--group-by", "hw", "--format", "json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  auto curves = json::parse(js.out);
+  ASSERT_TRUE(curves) << js.out;
+  const auto& first = curves->as_array()[0].as_object();
+  EXPECT_EQ(first.at("curve").as_string(), "hw=h200");
+  const auto& frontier = first.at("frontier").as_array();
+  ASSERT_FALSE(frontier.empty());
+  for (size_t i = 1; i < frontier.size(); ++i) {  // interactivity falls as throughput rises
+    EXPECT_LT(frontier[i].at("x").as_double(), frontier[i - 1].at("x").as_double());
+    EXPECT_GT(frontier[i].at("y").as_double(), frontier[i - 1].at("y").as_double());
+  }
+  auto bad = testing::run_ixbench({"pareto", "--results", fixture, "--format", "html"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--format 'html'"), std::string::npos);
+  const fs::path empty = testing::scratch_dir("pareto_empty");
+  auto none = testing::run_ixbench({"pareto", "--results", empty.string()});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no agg records"), std::string::npos) << none.err;
+}
+
 }  // namespace
 }  // namespace ix

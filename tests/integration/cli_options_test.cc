@@ -228,6 +228,14 @@ std::map<std::string, CommandCase> command_cases() {
                           {"exp_name", {"--out", "{tmp}/agg_exp.json", "{source}/tests/data/aggregate", "cli"}},
                           {"--out", {"--out", "{tmp}/agg_other.json", "{source}/tests/data/aggregate", "cli"}},
                       }};
+  cases["pareto"] = {.base = {"--results", "{source}/tests/data/pareto"},
+                     .samples = {
+                         {"--results", {"--results", "{source}/tests/data/pareto/agg_sweep.json"}},
+                         {"--x", {"--x", "median_intvty"}},
+                         {"--y", {"--y", "tput_per_gpu"}},
+                         {"--group-by", {"--group-by", "hw,precision"}},
+                         {"--format", {"--format", "json"}},
+                     }};
   cases["eval gsm8k"] = {.base = {"--base-url", "{server}", "--model", "deepseek-ai/DeepSeek-R1-0528", "--dataset-dir",
                                   "{source}/tests/data/gsm8k", "--limit", "2", "--max-tokens", "32", "--output",
                                   "{tmp}/results.json", "--no-progress"},
