@@ -24,22 +24,8 @@ struct Flags {
   std::string out;  // default: agg_<EXP_NAME>.json
 };
 
-Result<std::vector<std::filesystem::path>> json_files(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    return fail(ErrorCode::kNotFound, fmt::format("{}: not a directory", dir.string()));
-  std::vector<std::filesystem::path> out;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec)) {
-    if (it->path().extension() == ".json" && it->is_regular_file(ec)) out.push_back(it->path());
-  }
-  if (ec) return fail(ErrorCode::kIo, fmt::format("{}: {}", dir.string(), ec.message()));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 int run(const Flags& f) {
-  auto files = json_files(f.dir);
+  auto files = files::files_under(f.dir, ".json");
   if (!files) return report_error(files.error());
   boost::json::array records;
   for (const auto& path : *files) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/strings.h"
 #include "metrics/pareto.h"
@@ -57,14 +58,9 @@ Result<Records> load(const std::vector<std::string>& inputs) {
       if (auto ok = add_file(input, out); !ok) return std::unexpected(ok.error());
       continue;
     }
-    std::vector<std::filesystem::path> files;
-    for (auto it = std::filesystem::recursive_directory_iterator(input, ec); !ec && it != std::filesystem::end(it);
-         it.increment(ec))
-      if (it->path().extension() == ".json" && it->path().filename().string().starts_with("agg_") &&
-          it->is_regular_file(ec))
-        files.push_back(it->path());
-    std::sort(files.begin(), files.end());
-    for (const auto& file : files)
+    auto files = files::files_under(input, ".json", "agg_");
+    if (!files) return std::unexpected(files.error());
+    for (const auto& file : *files)
       if (auto ok = add_file(file, out); !ok) return std::unexpected(ok.error());
   }
   if (out.records.empty()) return fail(ErrorCode::kInvalidArgument, "no agg records in the given --results");

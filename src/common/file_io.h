@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 
@@ -95,5 +96,10 @@ std::filesystem::path temp_fallback_path(const std::filesystem::path& intended);
 // standard input. `what` names the input in errors ("a master config YAML file").
 // Errors: kNotFound (missing), kInvalidArgument (directory, too large), kIo (open/read, timeout).
 Result<std::string> read_text_file(const std::filesystem::path& path, size_t max_bytes, std::string_view what);
+
+// The regular files under `dir` (recursively) whose name ends in `suffix` and starts with
+// `prefix`, in path order. Errors: kNotFound (not a directory), kIo (a directory that cannot be read).
+Result<std::vector<std::filesystem::path>> files_under(const std::filesystem::path& dir, std::string_view suffix,
+                                                       std::string_view prefix = {});
 
 }  // namespace ix::files

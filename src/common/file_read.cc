@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -106,6 +108,22 @@ Result<std::string> read_text_file(const fs::path& path, size_t max_bytes, std::
   auto text = read_capped(*in, max_bytes, what);
   if (in->owned) ::close(in->fd);
   return text;
+}
+
+Result<std::vector<std::filesystem::path>> files_under(const std::filesystem::path& dir, std::string_view suffix,
+                                                       std::string_view prefix) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return fail(ErrorCode::kNotFound, fmt::format("{}: not a directory", dir.string()));
+  std::vector<std::filesystem::path> out;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.ends_with(suffix) && name.starts_with(prefix) && it->is_regular_file(ec)) out.push_back(it->path());
+  }
+  if (ec) return fail(ErrorCode::kIo, fmt::format("{}: {}", dir.string(), ec.message()));
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace ix::files

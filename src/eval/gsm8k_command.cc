@@ -215,14 +215,9 @@ EvalCell score_cell(const EvalSetup& s, const TaskScorer& scorer, int64_t concur
     sample.target = s.targets[i];
     sample.completion = reply.text;
     sample.scored = reply.text;
-    if (auto at = first_marker(reply.text, s.stops)) {
-      for (const auto& stop : s.stops) {
-        if (reply.text.compare(*at, stop.size(), stop) == 0) {
-          sample.marker = stop;
-          break;
-        }
-      }
-      sample.scored.resize(*at);
+    if (auto cut = find_cut(reply.text, s.stops)) {
+      sample.marker = *cut->marker;
+      sample.scored.resize(cut->at);
       ++cell.truncated;
     }
     sample.verdicts = scorer.score(sample.scored, sample.target);

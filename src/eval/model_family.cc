@@ -84,14 +84,19 @@ std::vector<std::string> stop_strings(const std::vector<std::string>& task_stops
   return out;
 }
 
-std::optional<size_t> first_marker(std::string_view text, const std::vector<std::string>& markers) {
-  std::optional<size_t> best;
+std::optional<MarkerCut> find_cut(std::string_view text, const std::vector<std::string>& markers) {
+  std::optional<MarkerCut> best;
   for (const auto& marker : markers) {
     if (marker.empty()) continue;
     const size_t at = text.find(marker);
-    if (at != std::string_view::npos && (!best || at < *best)) best = at;
+    if (at != std::string_view::npos && (!best || at < best->at)) best = MarkerCut{at, &marker};
   }
   return best;
+}
+
+std::optional<size_t> first_marker(std::string_view text, const std::vector<std::string>& markers) {
+  if (auto cut = find_cut(text, markers)) return cut->at;
+  return std::nullopt;
 }
 
 std::optional<int64_t> family_default_max_tokens(ModelFamily family) {

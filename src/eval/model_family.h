@@ -47,8 +47,14 @@ std::span<const std::string_view> family_markers(ModelFamily family);
 // among them.
 std::vector<std::string> stop_strings(const std::vector<std::string>& task_stops, ModelFamily family);
 
-// Where `text` should end: the position of the earliest of `markers` in it, or nullopt when none
+// Where `text` should end: the earliest of `markers` in it and its position; nullopt when none
 // occurs.
+struct MarkerCut {
+  size_t at = 0;
+  const std::string* marker = nullptr;
+};
+std::optional<MarkerCut> find_cut(std::string_view text, const std::vector<std::string>& markers);
+// find_cut's position alone.
 std::optional<size_t> first_marker(std::string_view text, const std::vector<std::string>& markers);
 
 // The generation cap a family gets when the user gives none: DeepSeek-V4 1024 (its runaway
