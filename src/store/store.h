@@ -26,7 +26,8 @@
 
 namespace ix::store {
 
-inline constexpr int kSchemaVersion = 1;
+// Version 1 lacked scenario, power and the content digest (schema.h keeps it for the migration test).
+inline constexpr int kSchemaVersion = 2;
 
 enum class ResultKind { kMeasured, kPredicted };
 std::string_view result_kind_name(ResultKind kind);  // "measured" | "predicted"
@@ -67,7 +68,7 @@ struct ResultRecord {
   Scenario scenario = Scenario::kFixedSeqLen;
 
   // Config identity (SPEC §5 fields).
-  std::string model;  // model name as served
+  std::string model;         // model name as served
   std::string model_prefix;  // infmax_model_prefix
   std::string hw;
   std::string framework;
@@ -91,9 +92,9 @@ struct ResultRecord {
   std::optional<double> avg_power_w, total_gpu_energy_j, joules_per_output_token, joules_per_total_token;
   std::optional<bool> power_valid;
 
-  std::string agg_json;      // the agg record as ingested
-  std::string raw_json;      // the raw result, "" when not found
-  std::string row_json;      // the matrix row, "" when not known
+  std::string agg_json;  // the agg record as ingested
+  std::string raw_json;  // the raw result, "" when not found
+  std::string row_json;  // the matrix row, "" when not known
   std::vector<EvalRecord> evals;
   std::vector<ArtifactRecord> artifacts;
 };
@@ -129,9 +130,15 @@ class Store {
   virtual Result<void> put_run(const RunRecord& run) = 0;
   // Inserts or replaces each result of one run in one transaction.
   virtual Result<IngestStats> put_results(const std::vector<ResultRecord>& results) = 0;
+  // The run (when given) and its results in one transaction: all of it or nothing (ingest).
+  virtual Result<IngestStats> put_run_results(const std::optional<RunRecord>& run,
+                                              const std::vector<ResultRecord>& results) = 0;
   virtual Result<std::vector<ResultRecord>> latest(const ResultQuery& query) = 0;
   virtual Result<Facets> facets() = 0;
   virtual Result<std::vector<RunRecord>> runs() = 0;
+  // Every row of every table, one line per row in key order (tests compare dumps before and after
+  // a re-ingest).
+  virtual Result<std::string> dump() = 0;
   virtual int schema_version() const = 0;
   virtual std::string describe() const = 0;  // "sqlite:./ixbench-results.db", "postgresql://host/db"
 };
