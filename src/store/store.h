@@ -67,7 +67,7 @@ struct ResultRecord {
   Scenario scenario = Scenario::kFixedSeqLen;
 
   // Config identity (SPEC §5 fields).
-  std::string model;  // model name as served
+  std::string model;         // model name as served
   std::string model_prefix;  // infmax_model_prefix
   std::string hw;
   std::string framework;
@@ -91,9 +91,9 @@ struct ResultRecord {
   std::optional<double> avg_power_w, total_gpu_energy_j, joules_per_output_token, joules_per_total_token;
   std::optional<bool> power_valid;
 
-  std::string agg_json;      // the agg record as ingested
-  std::string raw_json;      // the raw result, "" when not found
-  std::string row_json;      // the matrix row, "" when not known
+  std::string agg_json;  // the agg record as ingested
+  std::string raw_json;  // the raw result, "" when not found
+  std::string row_json;  // the matrix row, "" when not known
   std::vector<EvalRecord> evals;
   std::vector<ArtifactRecord> artifacts;
 };
