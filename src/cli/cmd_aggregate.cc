@@ -1,7 +1,8 @@
 // `ixbench aggregate`: a raw `bench serve` result -> its aggregated record (agg_<stem>.json, SPEC §5),
 // as InferenceX's utils/process_result.py makes it. Run bare in the folder of the raw result with
 // process_result.py's environment (RUNNER_TYPE, FRAMEWORK, ..., RESULT_FILENAME), it reads
-// <RESULT_FILENAME>.json and writes agg_<RESULT_FILENAME>.json there, printing the record.
+// <RESULT_FILENAME>.json and writes agg_<RESULT_FILENAME>.json there, printing the record. A
+// single-node record first goes through the power step the script runs (cli/power_step.h).
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
