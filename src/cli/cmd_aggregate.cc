@@ -1,30 +1,39 @@
 // `ixbench aggregate`: a raw `bench serve` result -> its aggregated record (agg_<stem>.json, SPEC §5),
 // as InferenceX's utils/process_result.py makes it. Run bare in the folder of the raw result with
 // process_result.py's environment (RUNNER_TYPE, FRAMEWORK, ..., RESULT_FILENAME), it reads
-// <RESULT_FILENAME>.json and writes agg_<RESULT_FILENAME>.json there, printing the record.
+// <RESULT_FILENAME>.json and writes agg_<RESULT_FILENAME>.json there, printing the record. A
+// single-node record first goes through the power step the script runs (cli/power_step.h).
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
+#include "cli/power_step.h"
 #include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "metrics/aggregate.h"
 
 namespace ix::cli {
 namespace {
+
+namespace bj = boost::json;
 
 struct Flags {
   std::string env_file;  // a JSON object of the variables instead of the environment
   std::string raw;       // default: <RESULT_FILENAME>.json
   std::string out;       // default: agg_<RESULT_FILENAME>.json
   bool quiet = false;
+  std::string power_csv;  // default: process_result.py's candidates
+  bool require_power = false;
 };
 
 std::optional<std::string> env(const char* name) {
@@ -32,14 +41,38 @@ std::optional<std::string> env(const char* name) {
   return value ? std::optional<std::string>(value) : std::nullopt;
 }
 
-// The telemetry file process_result.py would integrate, when one exists.
-std::optional<std::filesystem::path> telemetry_csv() {
-  for (const std::optional<std::string>& candidate :
-       {env("GPU_METRICS_CSV"), std::optional<std::string>("gpu_metrics.csv")}) {
+// The telemetry file process_result.py integrates: the first of $GPU_METRICS_CSV, gpu_metrics.csv
+// and /workspace/gpu_metrics.csv that exists, else the first named (then missing: power_valid 0).
+std::filesystem::path telemetry_csv(const std::function<std::optional<std::string>(const char*)>& lookup) {
+  std::vector<std::string> candidates;
+  if (auto named = lookup("GPU_METRICS_CSV"); named && !named->empty()) candidates.push_back(*named);
+  candidates.insert(candidates.end(), {"gpu_metrics.csv", "/workspace/gpu_metrics.csv"});
+  for (const std::string& candidate : candidates) {
     std::error_code ec;
-    if (candidate && !candidate->empty() && std::filesystem::is_regular_file(*candidate, ec)) return *candidate;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
   }
-  return std::nullopt;
+  return candidates.front();
+}
+
+bool truthy(const std::optional<std::string>& value) {
+  return value && (*value == "1" || ascii_iequals(*value, "true") || ascii_iequals(*value, "yes"));
+}
+
+// The power step process_result.py runs on a single-node record (aggregate_power.run): the fields
+// in the record, power_validation_<RESULT_FILENAME>.json beside it.
+int add_power(bj::object& record, const Flags& f, const metrics::AggregateInputs& inputs,
+              const std::filesystem::path& raw_path, const std::filesystem::path& out_path,
+              const std::function<std::optional<std::string>(const char*)>& lookup) {
+  PowerStepOptions power;
+  power.csv = f.power_csv.empty() ? telemetry_csv(lookup) : std::filesystem::path(f.power_csv);
+  power.bench_result = raw_path;
+  power.expected_num_gpus = metrics::aggregate_num_gpus(inputs);
+  power.validation_result = out_path.parent_path() / ("power_validation_" + inputs.result_filename + ".json");
+  power.require_power = f.require_power || truthy(lookup("REQUIRE_POWER"));
+  power.command = "aggregate";
+  auto evaluation = measure_power(power);
+  record = *patch_record(evaluation, record);
+  return finish_power_step(evaluation, power);
 }
 
 // The variables of --env-file (a JSON object of strings, as env.json of the shared example).
@@ -80,10 +113,13 @@ int run(const Flags& f) {
     return report_error(Error(ErrorCode::kInvalidArgument, raw_path.string() + ": not a JSON object"));
   auto record = metrics::aggregate_record(raw->as_object(), *inputs);
   if (!record) return report_error(record.error().with_context(raw_path.string()));
-  if (auto csv = telemetry_csv())
-    log::warn("aggregate: {} is not integrated (power aggregation is not implemented yet); power_valid is 0",
-              csv->string());
-  metrics::add_power_unavailable(*record);
+  int power_status = kExitOk;
+  if (inputs->multinode) {
+    log::warn("aggregate: multi-node power (aggregate_power_multinode.py) is not implemented; power_valid is 0");
+    metrics::add_power_unavailable(*record);
+  } else {
+    power_status = add_power(*record, f, *inputs, raw_path, out_path, lookup);
+  }
   std::string text = json::to_pretty_string(*record);
   // json.dump(indent=2) ends the file without a newline: the same bytes as process_result.py's.
   if (auto ok = files::write_file(out_path, std::string_view(text).substr(0, text.size() - 1)); !ok)
@@ -93,7 +129,7 @@ int run(const Flags& f) {
   } else {
     fmt::print("{}", text);
   }
-  return kExitOk;
+  return power_status;
 }
 
 void setup(CLI::App& root, CommandRegistry& registry) {
@@ -105,6 +141,10 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--raw", flags->raw, "the raw result (default: $RESULT_FILENAME.json)");
   cmd->add_option("--out", flags->out, "the record (default: agg_$RESULT_FILENAME.json)");
   cmd->add_flag("--quiet", flags->quiet, "print the path written instead of the record");
+  cmd->add_option("--power-csv", flags->power_csv,
+                  "GPU telemetry CSV (default: $GPU_METRICS_CSV, gpu_metrics.csv, /workspace/gpu_metrics.csv)");
+  cmd->add_flag("--require-power", flags->require_power,
+                "exit 1 when the power measurement is invalid (also REQUIRE_POWER=1|true|yes)");
   registry.on_run(cmd, [flags] { return run(*flags); });
 }
 

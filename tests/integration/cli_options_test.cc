@@ -214,13 +214,29 @@ std::map<std::string, CommandCase> command_cases() {
                                {"--system-idle-gap-cap-seconds", {"--system-idle-gap-cap-seconds", "1"}},
                                {"--fixed-schedule-speedup", {"--fixed-schedule", "--fixed-schedule-speedup", "100"}},
                            }};
-  cases["aggregate"] = {.base = {"--env-file", "{source}/tests/data/aggregate/env.json", "--raw",
-                                 "{source}/tests/data/aggregate/raw.json", "--out", "{tmp}/agg.json"},
-                        .samples = {
-                            {"--env-file", {"--env-file", "{source}/tests/data/aggregate/env.json"}},
-                            {"--raw", {"--raw", "{source}/tests/data/aggregate/raw.json"}},
-                            {"--out", {"--out", "{tmp}/agg_out.json"}},
-                        }};
+  cases["aggregate"] = {
+      .base = {"--env-file", "{source}/tests/data/aggregate/env.json", "--raw",
+               "{source}/tests/data/aggregate/raw.json", "--out", "{tmp}/agg.json"},
+      .samples = {
+          {"--env-file", {"--env-file", "{source}/tests/data/aggregate/env.json"}},
+          {"--raw", {"--raw", "{source}/tests/data/aggregate/raw.json"}},
+          {"--out", {"--out", "{tmp}/agg_out.json"}},
+          {"--power-csv", {"--power-csv", "{source}/tests/data/power/nvidia_8gpu.csv"}},
+          {"--require-power", fails_because({"--require-power"}, "the fixture has no telemetry: power_valid 0 fails it",
+                                            "power validation failed")},
+      }};
+  cases["power"] = {.base = {"--csv", "{source}/tests/data/power/nvidia_8gpu.csv", "--bench-result",
+                             "{source}/tests/data/power/raw_nvidia_8gpu.json", "--expected-num-gpus", "8",
+                             "--validation-result", "{tmp}/power_validation.json"},
+                    .samples = {
+                        {"--csv", {"--csv", "{source}/tests/data/power/nvidia_8gpu.csv"}},
+                        {"--bench-result", {"--bench-result", "{source}/tests/data/power/raw_nvidia_8gpu.json"}},
+                        {"--agg-result", {"--agg-result", "{tmp}/agg_missing.json"}},
+                        {"--expected-num-gpus", {"--expected-num-gpus", "8"}},
+                        {"--validation-result", {"--validation-result", "{tmp}/pv.json"}},
+                        {"--start", {"--start", "1796119203", "--end", "2026-12-01T10:00:19Z"}},
+                        {"--end", {"--start", "2026/12/01 10:00:03.5", "--end", "1796119219"}},
+                    }};
   // collect's two positionals follow --out, so a sample that gives --out (all do) replaces them too.
   cases["collect"] = {.base = {"--out", "{tmp}/agg_cli.json", "{source}/tests/data/aggregate", "cli"},
                       .samples = {
