@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   g++ cmake ninja-build pkg-config git ccache clang-format
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libyaml-cpp-dev libcli11-dev libfmt-dev libpcre2-dev libicu-dev libssl-dev libsqlite3-dev
+  libyaml-cpp-dev libcli11-dev libfmt-dev libpcre2-dev libicu-dev libssl-dev libsqlite3-dev libpq-dev
   libgtest-dev libgmock-dev libbenchmark-dev liburing-dev
-  nodejs npm
+  postgresql nodejs npm
 )
 
 say() { echo "bootstrap: $*" >&2; }

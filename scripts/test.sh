@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/build.sh release
+# The results-store tests run on SQLite and on a real PostgreSQL server: a throwaway local cluster.
+eval "$(scripts/start-postgres.sh)"
 ctest --preset release -j "$(nproc)" --output-on-failure
 scripts/build.sh asan --target ixbench
 asan_ixbench="$PWD/build/asan/src/cli/ixbench"

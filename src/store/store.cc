@@ -203,16 +203,17 @@ std::string where_clause(const ResultQuery& query, std::vector<Value>& params) {
   if (!query.hardware.empty()) terms.push_back(in_list("hw", query.hardware));
   if (!query.frameworks.empty()) terms.push_back(in_list("framework", query.frameworks));
   if (!query.precisions.empty()) terms.push_back(in_list("precision", query.precisions));
-  auto equals = [&](std::string_view column, Value value) {
+  auto compare = [&](std::string_view column, std::string_view op, Value value) {
     params.push_back(std::move(value));
-    terms.push_back(fmt::format("{} = ?", column));
+    terms.push_back(fmt::format("{} {} ?", column, op));
   };
+  auto equals = [&](std::string_view column, Value value) { compare(column, "=", std::move(value)); };
   if (query.scenario) equals("scenario", std::string(scenario_name(*query.scenario)));
   if (query.isl) equals("isl", *query.isl);
   if (query.osl) equals("osl", *query.osl);
   if (query.kind) equals("kind", std::string(result_kind_name(*query.kind)));
-  if (!query.from_date.empty()) equals("substr(run_created_at, 1, 10) >=", query.from_date);
-  if (!query.to_date.empty()) equals("substr(run_created_at, 1, 10) <=", query.to_date);
+  if (!query.from_date.empty()) compare("substr(run_created_at, 1, 10)", ">=", query.from_date);
+  if (!query.to_date.empty()) compare("substr(run_created_at, 1, 10)", "<=", query.to_date);
   std::string out;
   for (const auto& term : terms) out += (out.empty() ? " WHERE " : " AND ") + term;
   return out;
