@@ -244,6 +244,14 @@ std::map<std::string, CommandCase> command_cases() {
                           {"exp_name", {"--out", "{tmp}/agg_exp.json", "{source}/tests/data/aggregate", "cli"}},
                           {"--out", {"--out", "{tmp}/agg_other.json", "{source}/tests/data/aggregate", "cli"}},
                       }};
+  // ingest's folder comes first: a sample's --db replaces the base's without taking the folder along.
+  cases["ingest"] = {.base = {"{source}/tests/data/store/sweep", "--db", "{tmp}/cli.db"},
+                     .samples = {
+                         {"dirs", {"{source}/tests/data/store/agentic"}},
+                         {"--db", {"--db", "sqlite:{tmp}/cli_other.db"}},
+                         {"--run-id", {"--run-id", "cli-run"}},
+                         {"--kind", {"--kind", "predicted"}},
+                     }};
   cases["pareto"] = {.base = {"--results", "{source}/tests/data/pareto"},
                      .samples = {
                          {"--results", {"--results", "{source}/tests/data/pareto/agg_sweep.json"}},
