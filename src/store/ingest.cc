@@ -74,6 +74,12 @@ class AggReader {
     return false;
   }
 
+  std::optional<bool> optional_boolean(std::string_view key) {
+    const bj::value* value = object_.if_contains(key);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    return boolean(key);
+  }
+
   std::optional<double> number_at(const bj::value* value, std::string_view name) {
     if (value == nullptr || value->is_null()) return std::nullopt;
     if (value->is_number()) return value->to_number<double>();
@@ -145,7 +151,7 @@ void read_headline(AggReader& in, ResultRecord& r) {
   r.avg_power_w = in.number("avg_power_w"), r.total_gpu_energy_j = in.number("total_gpu_energy_j");
   r.joules_per_output_token = in.number("joules_per_output_token");
   r.joules_per_total_token = in.number("joules_per_total_token");
-  if (auto valid = in.number("power_valid")) r.power_valid = *valid != 0;
+  r.power_valid = in.optional_boolean("power_valid");  // aggregate_power.py writes 1/0
 }
 
 // A list item's stem: its identity, as InferenceX names result files.
