@@ -412,7 +412,9 @@ Result<std::vector<FolderIngest>> ingest_folders(const IngestOptions& options) {
   if (!store) return fail(store.error());
   std::vector<FolderIngest> out;
   for (size_t i = 0; i < runs.size(); ++i) {
-    auto stats = (*store)->put_run_results(runs[i].run, runs[i].results);
+    // A folder without results adds no empty run (its note says why).
+    const bool empty = runs[i].results.empty();
+    auto stats = (*store)->put_run_results(empty ? std::nullopt : std::optional(runs[i].run), runs[i].results);
     if (!stats) return fail(stats.error().with_context(fmt::format("ingesting {}", options.dirs[i])));
     out.push_back({options.dirs[i], runs[i].run.run_id, *stats, std::move(runs[i].notes)});
   }

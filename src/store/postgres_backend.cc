@@ -181,7 +181,14 @@ Result<std::unique_ptr<Backend>> open_postgres(const std::string& url) {
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string reason = PQerrorMessage(conn);
     PQfinish(conn);
+    // libpq's message spans lines ("...failed: ...\n\tIs the server running...?\n"): one line.
     while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+    std::string line;
+    for (char c : reason) {
+      const bool space = c == '\n' || c == '\t';
+      if (!space || (!line.empty() && line.back() != ' ')) line += space ? ' ' : c;
+    }
+    reason = std::move(line);
     return fail(ErrorCode::kUnavailable,
                 fmt::format("cannot connect to the results database {}: {} (is the server running? "
                             "scripts/start-postgres.sh starts a local one)",
