@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libfmt-dev libpcre2-dev libicu-dev libssl-dev libsqlite3-dev libpq-dev
   libgtest-dev libgmock-dev libbenchmark-dev liburing-dev
-  postgresql nodejs npm
+  postgresql chromium nodejs npm
 )
 
 say() { echo "bootstrap: $*" >&2; }
