@@ -35,4 +35,21 @@ inline bool ascii_iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Text as HTML shows it literally: & < > " ' as entities (Jinja's `escape`, the dashboard's page).
+inline std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace ix

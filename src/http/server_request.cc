@@ -329,4 +329,49 @@ std::string_view status_reason(int status) {
   return "Server Error";
 }
 
+namespace {
+
+Result<std::string> form_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] != '%') {
+      out += text[i];
+    } else {
+      unsigned value = 0;
+      const char* begin = text.data() + i + 1;
+      const char* end = begin + std::min<size_t>(2, text.size() - i - 1);
+      const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
+      if (ec != std::errc() || ptr != begin + 2) {
+        return fail(ErrorCode::kInvalidArgument,
+                    fmt::format("query string: '{}' is not a %XX escape", text.substr(i, 3)));
+      }
+      out += static_cast<char>(value);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_query_string(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    auto name = form_decode(part.substr(0, eq));
+    if (!name) return fail(name.error());
+    auto value = form_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+    if (!value) return fail(value.error());
+    pairs.emplace_back(std::move(*name), std::move(*value));
+  }
+  return pairs;
+}
+
 }  // namespace ix::http

@@ -14,7 +14,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "common/error.h"
 
 namespace ix::http {
 
@@ -71,5 +74,10 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
 // Reason phrase for a status code: the IANA registry's ("OK", "Unsupported Media Type", ...), else
 // its class's ("Client Error", "Server Error", ...).
 std::string_view status_reason(int status);
+
+// The name=value pairs of a query string (application/x-www-form-urlencoded: '&'-separated, '+' is
+// a space, %XX escapes decoded), in order; a name without '=' has an empty value. A malformed
+// escape is an error quoting it.
+Result<std::vector<std::pair<std::string, std::string>>> parse_query_string(std::string_view query);
 
 }  // namespace ix::http

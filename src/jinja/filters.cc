@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/strings.h"
 #include "jinja/builtins.h"
 #include "jinja/interp.h"
 
@@ -243,18 +244,7 @@ Result<Value> f_wordcount(Interp&, const Value& v, CallArgs& args) {
 
 Result<Value> f_escape(Interp&, const Value& v, CallArgs& args) {
   if (auto b = bind("escape", args, {}); !b) return fail(b.error());
-  std::string out;
-  for (char c : v.str()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value(std::move(out));
+  return Value(html_escape(v.str()));
 }
 
 Result<Value> f_safe(Interp&, const Value& v, CallArgs& args) {

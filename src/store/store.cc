@@ -254,6 +254,7 @@ class SqlStore final : public Store {
   Result<std::vector<ResultRecord>> latest(const ResultQuery& query) override;
   Result<Facets> facets() override;
   Result<std::vector<RunRecord>> runs() override;
+  Result<bool> has_artifact(const std::string& path) override;
   Result<std::string> dump() override;
   int schema_version() const override { return version_; }
   std::string describe() const override { return backend_->describe(); }
@@ -403,7 +404,8 @@ Result<std::vector<ResultRecord>> SqlStore::latest(const ResultQuery& query) {
   std::vector<Value> params;
   const std::string where = where_clause(query, params);
   std::string sql = fmt::format(
-      "SELECT {} FROM latest_results{} ORDER BY model_prefix, model, hw, framework, precision, isl, osl, tp, ep, "
+      "SELECT {}, run_created_at FROM latest_results{} ORDER BY model_prefix, model, hw, framework, precision, isl, "
+      "osl, tp, ep, "
       "conc, kind, run_id, result_stem",
       column_list(), where);
   if (query.limit > 0) sql += fmt::format(" LIMIT {}", query.limit);
@@ -416,6 +418,7 @@ Result<std::vector<ResultRecord>> SqlStore::latest(const ResultQuery& query) {
     if (!row) return fail(row.error());
     if (!*row) break;
     results.push_back(read_result(**statement));
+    results.back().created_at = (*statement)->column_text(static_cast<int>(kResultColumns.size()));
   }
   if (auto ok = attach_children(where, params, results); !ok) return fail(ok.error());
   return results;
@@ -461,6 +464,15 @@ Result<void> SqlStore::attach_children(const std::string& where, const std::vect
   });
 }
 
+Result<bool> SqlStore::has_artifact(const std::string& path) {
+  auto statement = cached("has_artifact", "SELECT 1 FROM artifacts WHERE path = ? LIMIT 1");
+  if (!statement) return fail(statement.error());
+  if (auto ok = (*statement)->bind({path}); !ok) return fail(ok.error());
+  auto row = (*statement)->step();
+  if (!row) return fail(row.error());
+  return *row;
+}
+
 Result<std::vector<std::string>> strings_of(Backend& backend, std::string_view sql) {
   auto statement = backend.prepare(sql);
   if (!statement) return fail(statement.error());
@@ -504,6 +516,24 @@ Result<Facets> SqlStore::facets() {
     if (!row) return fail(row.error());
     if (!*row) break;
     facets.isl_osl.emplace_back((*pairs)->column_int(0), (*pairs)->column_int(1));
+  }
+  auto panels = backend_->prepare(fmt::format(
+      "SELECT m, scenario, isl, osl, count(*) FROM (SELECT CASE WHEN r.model_prefix <> '' THEN r.model_prefix ELSE "
+      "r.model END AS m, r.scenario, r.isl, r.osl FROM results r GROUP BY {}) points GROUP BY m, scenario, isl, osl "
+      "ORDER BY m, scenario, isl, osl",
+      kLatestPartition));
+  if (!panels) return fail(panels.error());
+  if (auto ok = (*panels)->bind({}); !ok) return fail(ok.error());
+  while (true) {
+    auto row = (*panels)->step();
+    if (!row) return fail(row.error());
+    if (!*row) break;
+    const Statement& p = **panels;
+    facets.panels.push_back({.model = p.column_text(0),
+                             .scenario = p.column_text(1),
+                             .isl = p.column_int(2),
+                             .osl = p.column_int(3),
+                             .results = p.column_int(4)});
   }
   auto summary = backend_->prepare(
       fmt::format("SELECT count(*), min(newest), max(newest) FROM (SELECT max(runs.created_at) AS newest FROM results "

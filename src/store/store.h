@@ -92,9 +92,10 @@ struct ResultRecord {
   std::optional<double> avg_power_w, total_gpu_energy_j, joules_per_output_token, joules_per_total_token;
   std::optional<bool> power_valid;
 
-  std::string agg_json;  // the agg record as ingested
-  std::string raw_json;  // the raw result, "" when not found
-  std::string row_json;  // the matrix row, "" when not known
+  std::string agg_json;    // the agg record as ingested
+  std::string raw_json;    // the raw result, "" when not found
+  std::string row_json;    // the matrix row, "" when not known
+  std::string created_at;  // the run's created_at; filled by latest(), not written by put_*
   std::vector<EvalRecord> evals;
   std::vector<ArtifactRecord> artifacts;
 };
@@ -110,10 +111,20 @@ struct ResultQuery {
   size_t limit = 0;                // 0 = no limit
 };
 
+// One chart panel of the dashboard: a model (model_prefix, else model) in a scenario at one ISL/OSL,
+// with the number of results the latest view holds for it.
+struct Panel {
+  std::string model;
+  std::string scenario;
+  int64_t isl = 0, osl = 0;
+  int64_t results = 0;
+};
+
 // Distinct values present (for the dashboard's filter menus), from the latest view.
 struct Facets {
   std::vector<std::string> models, hardware, frameworks, precisions, scenarios;
-  std::vector<std::pair<int64_t, int64_t>> isl_osl;
+  std::vector<std::pair<int64_t, int64_t>> isl_osl;  // fixed-seq-len only
+  std::vector<Panel> panels;                         // by model, scenario, isl, osl
   std::string first_date, last_date;
   int64_t results = 0;
 };
@@ -136,6 +147,8 @@ class Store {
   virtual Result<std::vector<ResultRecord>> latest(const ResultQuery& query) = 0;
   virtual Result<Facets> facets() = 0;
   virtual Result<std::vector<RunRecord>> runs() = 0;
+  // Whether some result records `path` as an artifact (the dashboard serves only those files).
+  virtual Result<bool> has_artifact(const std::string& path) = 0;
   // Every row of every table, one line per row in key order (tests compare dumps before and after
   // a re-ingest).
   virtual Result<std::string> dump() = 0;

@@ -119,6 +119,14 @@ TEST_P(StoreTest, PutThenLatestReturnsEveryField) {
   EXPECT_EQ(got.evals[0].n_samples, 1319);
   ASSERT_EQ(got.artifacts.size(), 2u);
   EXPECT_EQ(got.artifacts[0].path, "/results/agg_x.json");
+  EXPECT_EQ(got.created_at, "2026-12-01T10:00:00Z");
+  auto listed = [&](const std::string& path) {
+    auto has = store->has_artifact(path);
+    return has ? std::string(*has ? "listed" : "not listed") : has.error().message();
+  };
+  EXPECT_EQ(listed("/results/x.json"), "listed");
+  EXPECT_EQ(listed("/results/x.json2"), "not listed");
+  EXPECT_EQ(listed("/etc/passwd"), "not listed");
 
   auto runs = store->runs();
   ASSERT_TRUE(runs);
@@ -245,6 +253,18 @@ TEST_P(StoreTest, FacetsListWhatTheLatestViewHolds) {
   EXPECT_EQ(facets->first_date, "2026-11-02");
   EXPECT_EQ(facets->last_date, "2026-12-03");
   EXPECT_EQ(facets->results, 3);
+  ASSERT_EQ(facets->panels.size(), 3u);
+  EXPECT_EQ(facets->panels[0].scenario, "agentic");
+  EXPECT_EQ(facets->panels[0].results, 1);
+  EXPECT_EQ(facets->panels[1].model, "dsr1");
+  EXPECT_EQ(facets->panels[1].isl, 1024);
+  EXPECT_EQ(facets->panels[2].isl, 8192);
+
+  // A newer run of the same point replaces it in the latest view: the panel still counts one.
+  ASSERT_TRUE(store->put_run_results(make_run("r3", "2026-12-04T10:00:00Z"), {make_result("r3", 4, 9.0, "h200")}));
+  facets = store->facets();
+  ASSERT_TRUE(facets);
+  EXPECT_EQ(facets->panels[1].results, 1);
 }
 
 TEST_P(StoreTest, AFailedBatchWritesNothing) {
