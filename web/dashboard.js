@@ -149,6 +149,7 @@
     const panel = panelFilter();
     if (isStatic) {
       state.view = embedded.view;
+      clearDetails();
       render();
       return;
     }
@@ -165,6 +166,7 @@
       const view = await fetchJson('/api/view?' + params.toString());
       if (request !== state.request) return;  // a newer choice was made meanwhile
       state.view = view;
+      clearDetails();
       render();
     } catch (error) {
       setStatus(error.message, true);
@@ -284,6 +286,10 @@
   // ---- details ----------------------------------------------------------------------------------
   function artifactHref(path) {
     return isStatic ? 'file://' + encodeURI(path) : '/artifact?path=' + encodeURIComponent(path);
+  }
+  function clearDetails() {
+    byId('details').replaceChildren(el('h2', null, 'Point'),
+      el('p', 'muted', 'Hover a point for its configuration and artifacts.'));
   }
   function showDetails(index) {
     const point = state.view.points[index];

@@ -85,14 +85,16 @@ void add_leaves(const CLI::App& app, boost::json::array& commands) {
   auto subcommands = app.get_subcommands([](const CLI::App*) { return true; });
   // Unnamed subcommands are CLI11 option groups, not commands.
   std::erase_if(subcommands, [](const CLI::App* sub) { return sub->get_name().empty(); });
-  if (subcommands.empty() && app.get_parent() != nullptr) {
+  // A leaf is a command; so is a group with options of its own (`report --db --out` beside
+  // `report table`). A group without options (`sim`) only holds commands.
+  boost::json::array options = describe_options(app, nullptr);
+  if (app.get_parent() != nullptr && (subcommands.empty() || !options.empty())) {
     const std::string path = command_path(app);
     boost::json::object command;
     command["path"] = path.substr(path.find(' ') + 1);
     command["description"] = app.get_description();
-    command["options"] = describe_options(app, nullptr);
+    command["options"] = std::move(options);
     commands.push_back(std::move(command));
-    return;
   }
   for (const CLI::App* sub : subcommands) add_leaves(*sub, commands);
 }

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/report_flags.h"
+#include "common/log.h"
 #include "common/stop_signal.h"
 #include "http/client.h"
 #include "report/dashboard_server.h"
@@ -36,8 +37,9 @@ int run(const Flags& flags) {
   auto server = report::DashboardServer::start(options, std::move(*store));
   if (!server) return report_error(server.error());
   const http::Url url{.host = flags.host, .port = (*server)->port(), .path = {}};
-  fmt::print("dashboard of {} on {}/\n", described, url.origin());
+  fmt::print("listening on {}\n", url.origin());
   std::fflush(stdout);
+  log::info("dashboard: {} on {}/", described, url.origin());
   StopSignals::wait();
   (*server)->stop();
   return kExitOk;

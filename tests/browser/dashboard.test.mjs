@@ -60,7 +60,7 @@ function startDashboard() {
     let out = '';
     child.stdout.on('data', (chunk) => {
       out += chunk;
-      const match = /on (http:\/\/[^\s]+)\//.exec(out);
+      const match = /listening on (http:\/\/\S+)\n/.exec(out);
       if (match) resolve({ child, url: match[1] });
     });
     child.on('exit', (code) => reject(new Error(`ixbench dashboard exited with ${code}: ${out}`)));

@@ -50,14 +50,22 @@ constexpr std::string_view kListening = "listening on http://";
 
 Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const std::vector<std::string>& args,
                                                             double startup_timeout_s) {
+  std::vector<std::string> command = {"sim", "serve"};
+  command.insert(command.end(), args.begin(), args.end());
+  return start_command(command, startup_timeout_s);
+}
+
+Result<std::unique_ptr<ServerProcess>> ServerProcess::start_command(const std::vector<std::string>& command,
+                                                                    double startup_timeout_s) {
+  const std::string name = "ixbench " + (command.empty() ? std::string() : command.front());
   std::unique_ptr<ServerProcess> server(new ServerProcess());
   std::string out_path, err_path;
   int out_fd = make_temp_file(out_path);
   int err_fd = make_temp_file(err_path);
   if (out_fd < 0 || err_fd < 0) return fail(ErrorCode::kIo, "cannot create temporary files for the server's output");
   // The files are unlinked at once; the open descriptors keep them readable via /proc/self/fd.
-  std::vector<std::string> argv = {ixbench_binary(), "sim", "serve"};
-  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> argv = {ixbench_binary()};
+  argv.insert(argv.end(), command.begin(), command.end());
   argv.push_back("--port");
   argv.push_back("0");
   posix_spawn_file_actions_t actions;
@@ -94,20 +102,19 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const std::vector<st
           return server;
         }
       }
-      return fail(ErrorCode::kInternal, "unexpected first stdout line from ixbench sim serve: '" + line +
-                                            "'; stderr: " + server->stderr_text());
+      return fail(ErrorCode::kInternal,
+                  "unexpected first stdout line from " + name + ": '" + line + "'; stderr: " + server->stderr_text());
     }
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       server->reaped_ = true;
       server->exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      return fail(ErrorCode::kUnavailable, "ixbench sim serve exited with status " +
-                                               std::to_string(server->exit_status_) +
+      return fail(ErrorCode::kUnavailable, name + " exited with status " + std::to_string(server->exit_status_) +
                                                " before listening: " + server->stderr_text());
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return fail(ErrorCode::kTimeout,
-                  "ixbench sim serve printed no 'listening on' line in time; stderr: " + server->stderr_text());
+                  name + " printed no 'listening on' line in time; stderr: " + server->stderr_text());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -30,6 +30,9 @@ class ServerProcess {
   // or prints nothing within `startup_timeout_s`.
   static Result<std::unique_ptr<ServerProcess>> start(const std::vector<std::string>& args,
                                                       double startup_timeout_s = 30.0);
+  // Any ixbench server command that prints "listening on http://..." first (`dashboard --db X`).
+  static Result<std::unique_ptr<ServerProcess>> start_command(const std::vector<std::string>& command,
+                                                              double startup_timeout_s = 30.0);
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
