@@ -392,6 +392,7 @@
     if (missing.length) text += ' No $/GPU-hour for ' + missing.join(', ') + ' (--gpu-hour-cost HW=USD).';
     if (!state.facets.results) text = 'The store holds no results yet: load some with `ixbench ingest DIR`.';
     setStatus(text, false);
+    window.ixDashboard.renderedAt = performance.now();  // for bench/dashboard_first_view.mjs
   }
 
   async function start() {
@@ -408,6 +409,6 @@
     }
   }
 
-  window.ixDashboard = { state: state, toCsv: () => toCsv(state.rows) };
+  window.ixDashboard = { state: state, toCsv: () => toCsv(state.rows), renderedAt: null };
   start();
 })();

@@ -497,57 +497,45 @@ constexpr std::string_view kLatestPartition =
 Result<Facets> SqlStore::facets() {
   Facets facets;
   const std::pair<std::string_view, std::vector<std::string>*> lists[] = {
-      {"CASE WHEN model_prefix <> '' THEN model_prefix ELSE model END", &facets.models},
-      {"hw", &facets.hardware},
-      {"framework", &facets.frameworks},
-      {"precision", &facets.precisions},
-      {"scenario", &facets.scenarios}};
-  for (const auto& [expression, out] : lists) {
-    auto values = strings_of(*backend_, fmt::format("SELECT DISTINCT {0} FROM results ORDER BY {0}", expression));
+      {"hw", &facets.hardware}, {"framework", &facets.frameworks}, {"precision", &facets.precisions}};
+  for (const auto& [column, out] : lists) {
+    auto values = strings_of(*backend_, fmt::format("SELECT DISTINCT {0} FROM results ORDER BY {0}", column));
     if (!values) return fail(values.error());
     *out = std::move(*values);
   }
-  auto pairs =
-      backend_->prepare("SELECT DISTINCT isl, osl FROM results WHERE scenario = 'fixed-seq-len' ORDER BY isl, osl");
-  if (!pairs) return fail(pairs.error());
-  if (auto ok = (*pairs)->bind({}); !ok) return fail(ok.error());
-  while (true) {
-    auto row = (*pairs)->step();
-    if (!row) return fail(row.error());
-    if (!*row) break;
-    facets.isl_osl.emplace_back((*pairs)->column_int(0), (*pairs)->column_int(1));
-  }
+  // One pass over the partitions gives the panels, and from them the models, scenarios, ISL/OSL
+  // pairs, the count and the dates.
   auto panels = backend_->prepare(fmt::format(
-      "SELECT m, scenario, isl, osl, count(*) FROM (SELECT CASE WHEN r.model_prefix <> '' THEN r.model_prefix ELSE "
-      "r.model END AS m, r.scenario, r.isl, r.osl FROM results r GROUP BY {}) points GROUP BY m, scenario, isl, osl "
-      "ORDER BY m, scenario, isl, osl",
+      "SELECT m, scenario, isl, osl, count(*), min(newest), max(newest) FROM (SELECT CASE WHEN r.model_prefix <> '' "
+      "THEN r.model_prefix ELSE r.model END AS m, r.scenario, r.isl, r.osl, max(runs.created_at) AS newest FROM "
+      "results r JOIN runs ON runs.run_id = r.run_id GROUP BY {}) points GROUP BY m, scenario, isl, osl ORDER BY m, "
+      "scenario, isl, osl",
       kLatestPartition));
   if (!panels) return fail(panels.error());
   if (auto ok = (*panels)->bind({}); !ok) return fail(ok.error());
+  std::set<std::string> models, scenarios;
+  std::set<std::pair<int64_t, int64_t>> isl_osl;
   while (true) {
     auto row = (*panels)->step();
     if (!row) return fail(row.error());
     if (!*row) break;
     const Statement& p = **panels;
-    facets.panels.push_back({.model = p.column_text(0),
-                             .scenario = p.column_text(1),
-                             .isl = p.column_int(2),
-                             .osl = p.column_int(3),
-                             .results = p.column_int(4)});
+    Panel panel{.model = p.column_text(0),
+                .scenario = p.column_text(1),
+                .isl = p.column_int(2),
+                .osl = p.column_int(3),
+                .results = p.column_int(4)};
+    const std::string first = p.column_text(5).substr(0, 10), last = p.column_text(6).substr(0, 10);
+    if (facets.first_date.empty() || first < facets.first_date) facets.first_date = first;
+    if (last > facets.last_date) facets.last_date = last;
+    models.insert(panel.model), scenarios.insert(panel.scenario);
+    if (panel.scenario == scenario_name(Scenario::kFixedSeqLen)) isl_osl.emplace(panel.isl, panel.osl);
+    facets.results += panel.results;
+    facets.panels.push_back(std::move(panel));
   }
-  auto summary = backend_->prepare(
-      fmt::format("SELECT count(*), min(newest), max(newest) FROM (SELECT max(runs.created_at) AS newest FROM results "
-                  "r JOIN runs ON runs.run_id = r.run_id GROUP BY {}) points",
-                  kLatestPartition));
-  if (!summary) return fail(summary.error());
-  if (auto ok = (*summary)->bind({}); !ok) return fail(ok.error());
-  auto row = (*summary)->step();
-  if (!row) return fail(row.error());
-  facets.results = (*summary)->column_int(0);
-  if (facets.results > 0) {
-    facets.first_date = (*summary)->column_text(1).substr(0, 10);
-    facets.last_date = (*summary)->column_text(2).substr(0, 10);
-  }
+  facets.models.assign(models.begin(), models.end());
+  facets.scenarios.assign(scenarios.begin(), scenarios.end());
+  facets.isl_osl.assign(isl_osl.begin(), isl_osl.end());
   return facets;
 }
 
