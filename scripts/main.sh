@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, until the orchestrator (`ixbench run`) lands: installs prerequisites, builds
 # ixbench, starts the embedded engine simulator as an OpenAI-compatible server, drives a short
-# fixed-length concurrency sweep against it with the benchmark client, and ends with the results
-# table (measured through HTTP) next to the simulator's own virtual-time prediction.
+# fixed-length concurrency sweep against it with the benchmark client, shows the results table
+# (measured through HTTP) next to the simulator's own virtual-time prediction, and ends with both
+# in a results store and the static HTML report over it.
 #
 # Environment overrides: IXBENCH_MAIN_CONCS (default "1 4 16 64"), IXBENCH_MAIN_ISL (1024),
 # IXBENCH_MAIN_OSL (128), IXBENCH_MAIN_OUT (out/main).
@@ -25,7 +26,7 @@ tokenizer=(--tokenizer "${IXBENCH_MAIN_TOKENIZER:-deepseek_v3}")
 gpus=8
 
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/*.jsonl "$out"/predicted/*.json
+rm -rf "$out"/measured "$out"/predicted "$out"/report "$out"/results.db* "$out"/aggregate.log
 "$bin" --version
 
 # The server prints "listening on http://127.0.0.1:<port>" once it accepts connections.
@@ -46,7 +47,7 @@ for conc in $concs; do
   "$bin" bench serve --base-url "$url" --backend vllm --model deepseek-ai/DeepSeek-R1-0528 "${tokenizer[@]}" \
     --random-input-len "$isl" --random-output-len "$osl" --max-concurrency "$conc" \
     --num-prompts $((5 * conc)) --num-warmups "$conc" --server-pid "$server_pid" --no-progress \
-    --save-result --result-dir "$out" --result-filename "measured_conc${conc}.json" >"$out/bench_conc${conc}.log" ||
+    --save-result --result-dir "$out/measured" --result-filename "measured_conc${conc}.json" >"$out/bench_conc${conc}.log" ||
     echo "main: concurrency $conc did not pass its checks (result kept, see the table and $out/bench_conc${conc}.log)"
 done
 
@@ -55,9 +56,27 @@ done
 
 echo
 echo "Measured through HTTP (ixbench bench serve -> ixbench sim serve), ${isl}/${osl} tokens, DeepSeek-R1 FP8 on 8x H200 (simulated):"
-"$bin" report table "$out"/measured_conc*.json --gpus "$gpus"
+"$bin" report table "$out"/measured/measured_conc*.json --gpus "$gpus"
 echo
 echo "Predicted in virtual time (ixbench sim predict, same engine):"
 "$bin" report table "$out"/predicted/*.json --gpus "$gpus"
+
+# Each result as InferenceX aggregates it (process_result.py's environment), then the results
+# store (measured and predicted) and the static report over it. A simulated GPU draws no power:
+# each record says so (power_valid 0), and the power step's notes go to aggregate.log.
+aggregate() {  # raw-file agg-file
+  RUNNER_TYPE=h200 FRAMEWORK=sglang PRECISION=fp8 SPEC_DECODING=none DISAGG=false MODEL_PREFIX=dsr1 \
+    IMAGE=ixbench-sim TP=8 EP_SIZE=1 DP_ATTENTION=false ISL=$isl OSL=$osl \
+    RESULT_FILENAME=$(basename "$1" .json) "$bin" aggregate --raw "$1" --out "$2" --quiet >/dev/null 2>>"$out/aggregate.log"
+}
+for raw in "$out"/measured/measured_conc*.json; do aggregate "$raw" "$out/measured/agg_$(basename "$raw")"; done
+for raw in "$out"/predicted/*.json; do
+  [[ $(basename "$raw") == agg_* ]] || aggregate "$raw" "$out/predicted/agg_$(basename "$raw")"
+done
+db="$out/results.db"
+rm -f "$db" "$db"-wal "$db"-shm
+"$bin" ingest "$out/measured" --db "$db" --run-id main-measured >/dev/null
+"$bin" ingest "$out/predicted" --db "$db" --run-id main-predicted --kind predicted >/dev/null
 echo
-echo "main: raw results in $out/"
+"$bin" report --db "$db" --out "$out/report" --title "ixbench main: DeepSeek-R1 FP8 on 8x H200 (simulated)"
+echo "main: raw and agg results in $out/, the results store $db, the report $out/report/index.html"
