@@ -78,8 +78,10 @@ Result<std::string> read_head(const fs::path& path, size_t max_bytes) {
   if (is_dir(path)) return fail(ErrorCode::kInvalidArgument, fmt::format("{}: a directory, not a log", path.string()));
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::string text(max_bytes, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(max_bytes));
+  std::error_code size_error;
+  const auto size = fs::file_size(path, size_error);
+  std::string text(size_error ? max_bytes : std::min<size_t>(size, max_bytes), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (in.bad()) return fail(ErrorCode::kIo, fmt::format("{}: read failed", path.string()));
   return text;
