@@ -120,7 +120,8 @@ int add_agentic_power(bj::object& record, const AgenticStepOptions& options, con
 fs::path output_path(const AgenticStepOptions& options, const std::string& result_filename,
                      const agentic::EnvLookup& get) {
   if (!options.out.empty()) return options.out;
-  return fs::path(get("AGENTIC_OUTPUT_DIR").value_or(".")) / (result_filename + ".json");
+  // pathlib's Path(dir) / name: "./x.json" is "x.json".
+  return metrics::power::python_path_string(get("AGENTIC_OUTPUT_DIR").value_or(".") + "/" + result_filename + ".json");
 }
 
 }  // namespace
