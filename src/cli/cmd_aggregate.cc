@@ -214,7 +214,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       "artifacts -> <stem>.json (process_agentic_result.py); their environment, or a --row");
   auto flags = std::make_shared<Flags>();
   cmd->add_option("--env-file", flags->env_file,
-                  "a JSON object of process_result.py's variables, read instead of the environment");
+                  "a JSON object of the aggregation's variables, read instead of the environment");
   cmd->add_option("--raw", flags->raw,
                   "the raw result (default: $RESULT_FILENAME.json); agentic: the result folder (holding "
                   "aiperf_artifacts/), the artifact folder or its profile_export.jsonl (default: $RESULT_DIR, else "
