@@ -2,19 +2,37 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "common/utf8.h"
 
 namespace ix::json {
 namespace {
 
+// How a document is written: ixbench's own form, or exactly as Python's json.dumps writes it.
+struct Style {
+  bool ascii = false;       // ensure_ascii: non-ASCII text as \uXXXX escapes
+  bool python_nan = false;  // NaN / Infinity / -Infinity instead of null
+};
+
 // Doubles are printed like Python's repr (shortest round-trip, "1.0" for integral values,
 // exponent form outside [1e-4, 1e16)), so ixbench files read like the Python tools' files and
-// diff cleanly against them. Non-finite values have no JSON form: they are written as null.
-void append_double(std::string& out, double value) {
+// diff cleanly against them. Non-finite values have no JSON form: ixbench writes them as null,
+// Python's json as NaN / Infinity.
+void append_double(std::string& out, double value, const Style& style) {
   if (!std::isfinite(value)) {
-    out += "null";
+    if (!style.python_nan) {
+      out += "null";
+    } else {
+      out += std::isnan(value) ? "NaN" : (value > 0 ? "Infinity" : "-Infinity");
+    }
     return;
   }
   std::string text = fmt::format("{}", value);
@@ -22,11 +40,56 @@ void append_double(std::string& out, double value) {
   out += text;
 }
 
-void append_string(std::string& out, std::string_view text) {
+// json.dumps's ensure_ascii escaping: control characters and non-ASCII as \uXXXX (surrogate
+// pairs above the BMP); an invalid UTF-8 byte as its Latin-1 code point.
+void append_ascii_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (size_t index = 0; index < text.size(); ++index) {
+    const auto c = static_cast<unsigned char>(text[index]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (c < 0x80) {
+      if (c < 0x20) {
+        out += fmt::format("\\u{:04x}", c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      continue;
+    }
+    size_t pos = index;
+    if (utf8::valid_sequence_length(text, pos) == 0) {
+      out += fmt::format("\\u{:04x}", c);
+      continue;
+    }
+    char32_t code = utf8::next_code_point(text, pos);
+    index = pos - 1;
+    if (code >= 0x10000) {
+      code -= 0x10000;
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF));
+    } else {
+      out += fmt::format("\\u{:04x}", static_cast<uint32_t>(code));
+    }
+  }
+  out += '"';
+}
+
+void append_string(std::string& out, std::string_view text, const Style& style) {
+  if (style.ascii) {
+    append_ascii_string(out, text);
+    return;
+  }
   out += boost::json::serialize(boost::json::string_view(text.data(), text.size()));
 }
 
-void append(std::string& out, const boost::json::value& value, int indent, int depth) {
+void append(std::string& out, const boost::json::value& value, int indent, int depth, const Style& style) {
   const bool pretty = indent > 0;
   auto newline = [&](int level) {
     if (!pretty) return;
@@ -38,8 +101,8 @@ void append(std::string& out, const boost::json::value& value, int indent, int d
     case boost::json::kind::bool_: out += value.get_bool() ? "true" : "false"; break;
     case boost::json::kind::int64: out += fmt::format("{}", value.get_int64()); break;
     case boost::json::kind::uint64: out += fmt::format("{}", value.get_uint64()); break;
-    case boost::json::kind::double_: append_double(out, value.get_double()); break;
-    case boost::json::kind::string: append_string(out, value.get_string()); break;
+    case boost::json::kind::double_: append_double(out, value.get_double(), style); break;
+    case boost::json::kind::string: append_string(out, value.get_string(), style); break;
     case boost::json::kind::array: {
       const auto& array = value.get_array();
       if (array.empty()) {
@@ -52,7 +115,7 @@ void append(std::string& out, const boost::json::value& value, int indent, int d
         if (!first) out += pretty ? "," : ", ";
         first = false;
         newline(depth + 1);
-        append(out, element, indent, depth + 1);
+        append(out, element, indent, depth + 1, style);
       }
       newline(depth);
       out += ']';
@@ -70,9 +133,9 @@ void append(std::string& out, const boost::json::value& value, int indent, int d
         if (!first) out += pretty ? "," : ", ";
         first = false;
         newline(depth + 1);
-        append_string(out, member.key());
+        append_string(out, member.key(), style);
         out += ": ";
-        append(out, member.value(), indent, depth + 1);
+        append(out, member.value(), indent, depth + 1, style);
       }
       newline(depth);
       out += '}';
@@ -157,6 +220,97 @@ struct ExactNumberHandler {
   bool on_comment(string_view, error_code&) { return true; }
 };
 
+// ExactNumberHandler that leaves out the values of members with some names (at any depth), so a
+// large document can be read for the part that matters without holding the rest.
+struct DroppingHandler : ExactNumberHandler {
+  std::vector<std::string> dropped;
+  std::string key;               // a key's text split across writes
+  int skip_depth = 0;            // > 0: inside a dropped container, this deep
+  bool pending = false;          // the value that comes next is dropped
+  std::vector<size_t> left_out;  // per open object: its members dropped
+
+  bool skipping() const { return skip_depth > 0 || pending; }
+  // A scalar arrived: true when it is dropped (ending the drop when it was the value itself).
+  bool drop_scalar() {
+    if (skip_depth > 0) return true;
+    if (!pending) return false;
+    pending = false;
+    return true;
+  }
+  bool begin_container() {
+    if (skip_depth > 0) return ++skip_depth, true;
+    if (!pending) return false;
+    pending = false;
+    skip_depth = 1;
+    return true;
+  }
+
+  bool on_object_begin(error_code&) {
+    if (!begin_container()) left_out.push_back(0);
+    return true;
+  }
+  bool on_object_end(std::size_t n, error_code& ec) {
+    if (skip_depth > 0) return --skip_depth, true;
+    n -= left_out.back();
+    left_out.pop_back();
+    return ExactNumberHandler::on_object_end(n, ec);
+  }
+  bool on_array_begin(error_code&) {
+    begin_container();
+    return true;
+  }
+  bool on_array_end(std::size_t n, error_code& ec) {
+    if (skip_depth > 0) return --skip_depth, true;
+    return ExactNumberHandler::on_array_end(n, ec);
+  }
+  bool on_key_part(string_view s, std::size_t, error_code&) {
+    if (skip_depth == 0) key.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(string_view s, std::size_t, error_code&) {
+    if (skip_depth > 0) return true;
+    key.append(s.data(), s.size());
+    if (std::find(dropped.begin(), dropped.end(), key) != dropped.end()) {
+      pending = true;
+      ++left_out.back();
+    } else {
+      st.push_key(key);
+    }
+    key.clear();
+    return true;
+  }
+  bool on_string_part(string_view s, std::size_t n, error_code& ec) {
+    return skipping() || ExactNumberHandler::on_string_part(s, n, ec);
+  }
+  bool on_string(string_view s, std::size_t n, error_code& ec) {
+    return drop_scalar() || ExactNumberHandler::on_string(s, n, ec);
+  }
+  bool on_number_part(string_view s, error_code& ec) { return skipping() || ExactNumberHandler::on_number_part(s, ec); }
+  bool on_int64(std::int64_t i, string_view s, error_code& ec) {
+    return drop_scalar() || ExactNumberHandler::on_int64(i, s, ec);
+  }
+  bool on_uint64(std::uint64_t u, string_view s, error_code& ec) {
+    return drop_scalar() || ExactNumberHandler::on_uint64(u, s, ec);
+  }
+  bool on_double(double d, string_view s, error_code& ec) {
+    return drop_scalar() || ExactNumberHandler::on_double(d, s, ec);
+  }
+  bool on_bool(bool b, error_code& ec) { return drop_scalar() || ExactNumberHandler::on_bool(b, ec); }
+  bool on_null(error_code& ec) { return drop_scalar() || ExactNumberHandler::on_null(ec); }
+};
+
+// Line and column (1-based) after `text`, continuing from `line`/`column`.
+void advance(std::string_view text, size_t& line, size_t& column) {
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
 }  // namespace
 
 Result<boost::json::value> parse(std::string_view text, std::string_view source_name) {
@@ -189,16 +343,58 @@ Result<boost::json::value> read_file(const std::filesystem::path& path, size_t m
   return parse(*text, path.string());
 }
 
+Result<boost::json::value> read_file_without(const std::filesystem::path& path,
+                                             const std::vector<std::string>& dropped_keys, std::string_view what) {
+  std::error_code fs_error;
+  if (!std::filesystem::is_regular_file(path, fs_error)) {
+    if (std::filesystem::exists(path, fs_error))
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: not a regular file ({} expected)", path.string(), what));
+    return fail(ErrorCode::kNotFound, fmt::format("{}: no such file ({} expected)", path.string(), what));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  boost::json::basic_parser<DroppingHandler> parser(boost::json::parse_options{});
+  parser.handler().st.reset();
+  parser.handler().dropped = dropped_keys;
+  std::vector<char> buffer(size_t{1} << 20);
+  size_t line = 1, column = 1;
+  boost::system::error_code ec;
+  auto syntax_error = [&](std::string_view text) {
+    advance(text, line, column);
+    return fail(ErrorCode::kParse,
+                fmt::format("{}:{}:{}: invalid JSON: {}", path.string(), line, column, ec.message()));
+  };
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    if (got == 0) break;
+    const size_t consumed = parser.write_some(true, buffer.data(), got, ec);
+    if (ec) return syntax_error(std::string_view(buffer.data(), std::min(consumed, got)));
+    advance(std::string_view(buffer.data(), got), line, column);
+  }
+  if (in.bad()) return fail(ErrorCode::kIo, fmt::format("{}: read failed: {}", path.string(), std::strerror(errno)));
+  parser.write_some(false, nullptr, 0, ec);
+  if (ec) return syntax_error({});
+  return parser.handler().st.release();
+}
+
 std::string to_string(const boost::json::value& value) {
   std::string out;
-  append(out, value, 0, 0);
+  append(out, value, 0, 0, Style{});
   return out;
 }
 
 std::string to_pretty_string(const boost::json::value& value) {
   std::string out;
-  append(out, value, 2, 0);
+  append(out, value, 2, 0, Style{});
   out += '\n';
+  return out;
+}
+
+std::string to_python_json(const boost::json::value& value, int indent) {
+  std::string out;
+  append(out, value, indent, 0, Style{.ascii = true, .python_nan = true});
   return out;
 }
 

@@ -55,6 +55,12 @@ struct InputFile {
 // datetime.fromisoformat reads it (local time without an offset). nullopt: not a time.
 std::optional<double> parse_timestamp(std::string_view cell);
 
+// Python 3.11's datetime.fromisoformat(text) as Unix seconds, as CPython forms them for an aware
+// time (whole microseconds / 1e6): a time with an offset by its offset, one without it (naive) at
+// `naive_offset_s` seconds east of UTC. nullopt: not a time fromisoformat reads, or naive with no
+// offset to apply. `naive`, when given, says whether the text had no offset.
+std::optional<double> iso_to_unix(std::string_view text, std::optional<int64_t> naive_offset_s, bool* naive = nullptr);
+
 // Watts of a power cell: the first number in it ("412.34 W"); nullopt for "", "[N/A]", "N/A", "NA"
 // or no number.
 std::optional<double> parse_power(std::string_view cell);

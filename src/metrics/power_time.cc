@@ -198,4 +198,15 @@ std::optional<double> parse_timestamp(std::string_view cell) {
   return std::nullopt;
 }
 
+std::optional<double> iso_to_unix(std::string_view text, std::optional<int64_t> naive_offset_s, bool* naive) {
+  auto civil = parse_iso(text);
+  if (naive) *naive = civil && !civil->offset_s;
+  if (!civil) return std::nullopt;
+  if (!civil->offset_s) {
+    if (!naive_offset_s) return std::nullopt;
+    civil->offset_s = naive_offset_s;
+  }
+  return to_unix(*civil);
+}
+
 }  // namespace ix::metrics::power

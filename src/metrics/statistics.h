@@ -37,6 +37,25 @@ double percentile(std::span<const double> values, double p);
 // Same, on values already sorted ascending (no copy).
 double percentile_sorted(std::span<const double> sorted, double p);
 
+// Python's statistics module (3.11), as InferenceX's agentic aggregation uses it. Python computes
+// mean() and pstdev() as exact rationals rounded once to a double; these compute them in
+// double-double arithmetic (about 106 bits, error-free sums and products) and round once, which
+// gives the same double unless the exact value lies within about 2^-90 (relative) of a rounding
+// boundary. Non-finite inputs give the plain floating-point result. Empty input: 0.
+double python_mean(std::span<const double> values);
+// Population standard deviation (statistics.pstdev).
+double python_pstdev(std::span<const double> values);
+
+// statistics.mean() of integers: an integer when the count divides the sum, else the correctly
+// rounded quotient.
+struct PythonNumber {
+  bool is_int = false;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+};
+PythonNumber python_mean(std::span<const int64_t> values);
+double python_pstdev(std::span<const int64_t> values);
+
 // The suffix vLLM uses in key names: 99 -> "99", 99.9 -> "99.9", 50.0 -> "50".
 std::string percentile_label(double p);
 

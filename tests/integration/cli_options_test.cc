@@ -224,6 +224,7 @@ std::map<std::string, CommandCase> command_cases() {
           {"--power-csv", {"--power-csv", "{source}/tests/data/power/nvidia_8gpu.csv"}},
           {"--require-power", fails_because({"--require-power"}, "the fixture has no telemetry: power_valid 0 fails it",
                                             "power validation failed")},
+          {"--row", {"--row", "{source}/tests/data/aggregate/row.json"}},
       }};
   cases["power"] = {.base = {"--csv", "{source}/tests/data/power/nvidia_8gpu.csv", "--bench-result",
                              "{source}/tests/data/power/raw_nvidia_8gpu.json", "--expected-num-gpus", "8",

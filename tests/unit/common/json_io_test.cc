@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +95,43 @@ TEST(JsonIo, TypedFieldsNameTheField) {
   EXPECT_EQ(get_int(object, "s").error().message(), "field 's' must be an integer");
   EXPECT_EQ(get_string(object, "missing").error().message(), "missing field 'missing'");
   EXPECT_FALSE(get_int(object, "f").has_value());
+}
+
+TEST(JsonIo, PythonFormIsJsonDumpsWithEnsureAscii) {
+  boost::json::object object{{"a", 1},
+                             {"b", 2.0},
+                             {"c", boost::json::array{}},
+                             {"d", boost::json::object{}},
+                             {"e", "\u00e9\xf0\x9f\x98\x80\n"},
+                             {"f", std::nan("")},
+                             {"g", -HUGE_VAL}};
+  EXPECT_EQ(to_python_json(object, 0),
+            R"({"a": 1, "b": 2.0, "c": [], "d": {}, "e": "\u00e9\ud83d\ude00\n", "f": NaN, "g": -Infinity})");
+  EXPECT_EQ(to_python_json(boost::json::object{{"k", boost::json::array{1, 2}}}),
+            "{\n  \"k\": [\n    1,\n    2\n  ]\n}");
+}
+
+TEST(JsonIo, ReadWithoutDropsNamedMembersAtAnyDepth) {
+  auto dir = std::filesystem::temp_directory_path() / "ixbench_json_io_without";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "doc.json";
+  // Long enough to cross the reader's 1 MiB pieces.
+  std::string big = R"({"keep": 1, "timeslices": [)";
+  for (int i = 0; i < 60000; ++i) big += R"({"start_ns": 1, "avg": 0.25, "s": "text"},)";
+  big += R"(null], "m": {"series": [{"stats": {"total": 2.5}, "timeslices": {"x": [1]}}], "timeslices": "s"},)"
+         R"( "z": 0.1})";
+  std::ofstream(path) << big;
+  auto value = read_file_without(path, {"timeslices"}, "a test document");
+  ASSERT_TRUE(value) << value.error().message();
+  EXPECT_EQ(to_string(*value), R"({"keep": 1, "m": {"series": [{"stats": {"total": 2.5}}]}, "z": 0.1})");
+  std::ofstream(path) << "{\"a\": 1,\n \"b\": oops}";
+  auto bad = read_file_without(path, {}, "a test document");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find(path.string() + ":2:"), std::string::npos) << bad.error().message();
+  auto missing = read_file_without(dir / "nope.json", {}, "a test document");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
