@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -192,49 +193,62 @@ Result<void> read_top(const Reader& r, const YamlNode& root, RecipeFile& file) {
       return {};
     };
   };
-  return r.each(root, "a recipe",
-                {{"frameworks",
-                  [&](const YamlNode& v) -> Result<void> {
-                    file.frameworks_mark = v.mark;
-                    if (!v.is_sequence() || v.items.empty())
-                      return r.error(v, "'frameworks' must be a non-empty list of the rows' framework names");
-                    for (const auto& item : v.items) {
-                      std::string name;
-                      IX_READ(name, r.text(item, "frameworks"));
-                      file.frameworks.push_back(std::move(name));
-                    }
-                    return {};
-                  }},
-                 {"bench-backend", string_field(file.bench_backend, "bench-backend")},
-                 {"served-model", template_field(file.served_model, "served-model")},
-                 {"tokenizer", template_field(file.tokenizer, "tokenizer")},
-                 {"health-path", string_field(file.health_path, "health-path")},
-                 {"model-entry",
-                  [&](const YamlNode& v) -> Result<void> {
-                    if (v.scalar != "required" && v.scalar != "optional")
-                      return r.error(v,
-                                     fmt::format("'model-entry' must be required or optional, got {}", v.describe()));
-                    file.model_entry_required = v.scalar == "required";
-                    return {};
-                  }},
-                 {"command", template_field(file.command, "command")},
-                 {"env",
-                  [&](const YamlNode& v) -> Result<void> {
-                    IX_READ(file.env, r.env(v, "env"));
-                    return {};
-                  }},
-                 {"models", [&](const YamlNode& v) -> Result<void> {
-                    if (!v.is_map()) return r.error(v, "'models' must be a mapping of model keys to entries");
-                    std::set<std::string> seen;
-                    for (const auto& [key, entry] : v.entries) {
-                      if (!seen.insert(key.scalar).second)
-                        return r.error(key, fmt::format("models: '{}' is given twice", key.scalar));
-                      RecipeModelEntry parsed;
-                      IX_READ(parsed, r.model_entry(key, entry));
-                      file.models.push_back(std::move(parsed));
-                    }
-                    return {};
-                  }}});
+  return r.each(
+      root, "a recipe",
+      {{"frameworks",
+        [&](const YamlNode& v) -> Result<void> {
+          file.frameworks_mark = v.mark;
+          if (!v.is_sequence() || v.items.empty())
+            return r.error(v, "'frameworks' must be a non-empty list of the rows' framework names");
+          for (const auto& item : v.items) {
+            std::string name;
+            IX_READ(name, r.text(item, "frameworks"));
+            file.frameworks.push_back(std::move(name));
+          }
+          return {};
+        }},
+       {"bench-backend", string_field(file.bench_backend, "bench-backend")},
+       {"served-model", template_field(file.served_model, "served-model")},
+       {"tokenizer", template_field(file.tokenizer, "tokenizer")},
+       {"health-path", string_field(file.health_path, "health-path")},
+       {"model-entry",
+        [&](const YamlNode& v) -> Result<void> {
+          if (v.scalar != "required" && v.scalar != "optional")
+            return r.error(v, fmt::format("'model-entry' must be required or optional, got {}", v.describe()));
+          file.model_entry_required = v.scalar == "required";
+          return {};
+        }},
+       {"command", template_field(file.command, "command")},
+       {"env",
+        [&](const YamlNode& v) -> Result<void> {
+          IX_READ(file.env, r.env(v, "env"));
+          return {};
+        }},
+       {"files",
+        [&](const YamlNode& v) -> Result<void> {
+          if (!v.is_map()) return r.error(v, "'files' must map relative paths to content templates");
+          for (const auto& [key, content] : v.entries) {
+            const std::filesystem::path path(key.scalar);
+            if (key.scalar.empty() || path.is_absolute() || std::find(path.begin(), path.end(), "..") != path.end())
+              return r.error(key, fmt::format("files: '{}' must be a relative path inside the job folder", key.scalar));
+            RecipeFileEntry entry{key.scalar, {}};
+            IX_READ(entry.content, r.templ(content, key.scalar));
+            file.files.push_back(std::move(entry));
+          }
+          return {};
+        }},
+       {"models", [&](const YamlNode& v) -> Result<void> {
+          if (!v.is_map()) return r.error(v, "'models' must be a mapping of model keys to entries");
+          std::set<std::string> seen;
+          for (const auto& [key, entry] : v.entries) {
+            if (!seen.insert(key.scalar).second)
+              return r.error(key, fmt::format("models: '{}' is given twice", key.scalar));
+            RecipeModelEntry parsed;
+            IX_READ(parsed, r.model_entry(key, entry));
+            file.models.push_back(std::move(parsed));
+          }
+          return {};
+        }}});
 }
 
 }  // namespace

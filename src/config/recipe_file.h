@@ -12,6 +12,9 @@
 //     vllm serve {{ model }} --port {{ port }} {{ model_args }}
 //   env:                              # NAME: template; an entry that renders empty is left out
 //     VLLM_ENGINE_READY_TIMEOUT_S: "3600"
+//   files:                            # path (relative to the job folder): content template
+//     extra_llm_api_options.yaml: |   # written before the server starts (TensorRT-LLM's options)
+//       enable_attention_dp: {{ dp_attn | lower }}
 //   models:                           # per-model variants (run/recipe.h: the lookup rule)
 //     dsv4-agentic:
 //       args: "--kv-cache-dtype fp8"  # template: `model_args` in the command
@@ -19,7 +22,7 @@
 //       vars: {key: scalar}           # `model_vars.key` in templates
 //       num-spec-tokens: 3            # draft length for spec-decoding rows
 //       golden-al: {file: dsv4_mtp.yaml, model: deepseek-v4-pro}
-//       thinking: on                  # golden AL curve: on | off (default: agentic rows on, others off)
+//       thinking: on                  # golden AL curve: on | off (default on; a row THINKING_MODE setting wins)
 //
 // Unknown keys, wrong types, duplicate keys and empty required fields are refused with
 // "<file>:<line>:<column>: ..." naming the key and what is expected.
@@ -52,6 +55,11 @@ struct RecipeEnvEntry {
 };
 
 // A value of `vars:` (a YAML scalar resolved as PyYAML would).
+struct RecipeFileEntry {
+  std::string path;  // relative, no '..'
+  RecipeTemplate content;
+};
+
 struct RecipeVar {
   enum class Kind { kString, kInt, kFloat, kBool } kind = Kind::kString;
   std::string name;
@@ -75,7 +83,7 @@ struct RecipeModelEntry {
   std::vector<RecipeVar> vars;
   int64_t num_spec_tokens = 0;  // 0: not given
   std::optional<GoldenAlSource> golden_al;
-  std::optional<bool> thinking;  // unset: by scenario
+  std::optional<bool> thinking;  // unset: on
 };
 
 struct RecipeFile {
@@ -89,6 +97,7 @@ struct RecipeFile {
   bool model_entry_required = false;
   RecipeTemplate command;
   std::vector<RecipeEnvEntry> env;
+  std::vector<RecipeFileEntry> files;
   std::vector<RecipeModelEntry> models;
 };
 

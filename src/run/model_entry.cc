@@ -72,25 +72,58 @@ Result<const CompiledModelEntry*> find_entry(const YamlRecipe& recipe, const Rec
                      : fmt::format(" Entries for {} that serve other row kinds: {}.", row.model_prefix, others)));
 }
 
+// A KEY=value of the row's additional-settings (multi-node rows; decode side first).
+std::optional<std::string> row_setting(const sweep::SweepRow& row, std::string_view key) {
+  const std::string prefix = std::string(key) + "=";
+  for (const auto* worker : {&row.decode, &row.prefill}) {
+    for (const auto& setting : worker->additional_settings) {
+      if (setting.starts_with(prefix)) return setting.substr(prefix.size());
+    }
+  }
+  return std::nullopt;
+}
+
 // The draft length: the row's DECODE_MTP_SIZE setting (multi-node), else the entry's
 // num-spec-tokens.
 Result<int64_t> draft_length(const YamlRecipe& recipe, const RecipeInputs& in, const config::RecipeModelEntry& entry) {
-  for (const auto* worker : {&in.row->decode, &in.row->prefill}) {
-    for (const auto& setting : worker->additional_settings) {
-      if (!setting.starts_with("DECODE_MTP_SIZE=")) continue;
-      const std::string_view text = std::string_view(setting).substr(16);
-      int64_t value = 0;
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc() || ptr != text.data() + text.size() || value < 1)
-        return invalid(fmt::format("the row's additional-settings {} is not a positive draft length", setting));
-      return value;
-    }
+  if (auto text = row_setting(*in.row, "DECODE_MTP_SIZE")) {
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (ec != std::errc() || ptr != text->data() + text->size() || value < 1)
+      return invalid(
+          fmt::format("the row's additional-settings DECODE_MTP_SIZE={} is not a positive draft length", *text));
+    return value;
   }
   if (entry.num_spec_tokens > 0) return entry.num_spec_tokens;
   return invalid(fmt::format(
       "{}:{}: model entry '{}' gives no 'num-spec-tokens', which a spec-decoding row ({}) needs "
       "as its draft length",
       recipe.file.path.string(), entry.mark.line, entry.key, config::spec_decoding_name(in.row->spec_decoding)));
+}
+
+// The golden curve's thinking mode: the row's THINKING_MODE setting, else the entry's `thinking`,
+// else on (InferenceX's default THINKING_MODE, and what AgentX measures).
+Result<bool> thinking_mode(const RecipeInputs& in, const config::RecipeModelEntry& entry) {
+  if (auto text = row_setting(*in.row, "THINKING_MODE")) {
+    if (*text != "thinking_on" && *text != "thinking_off")
+      return invalid(
+          fmt::format("the row's additional-settings THINKING_MODE={} is not thinking_on or thinking_off", *text));
+    return *text == "thinking_on";
+  }
+  return entry.thinking.value_or(true);
+}
+
+// A row that names its own AL (SYNTHETIC_ACCEPTANCE_LENGTH=...) must name the golden one.
+Result<void> check_row_al(const RecipeInputs& in, double golden) {
+  auto text = row_setting(*in.row, "SYNTHETIC_ACCEPTANCE_LENGTH");
+  if (!text) return {};
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec == std::errc() && ptr == text->data() + text->size() && std::abs(value - golden) < 1e-9) return {};
+  return invalid(
+      fmt::format("the row's additional-settings SYNTHETIC_ACCEPTANCE_LENGTH={} differs from the golden "
+                  "acceptance length {}: remove it or set it to the golden value (SPEC §7)",
+                  *text, decimal(golden)));
 }
 
 Result<double> golden_al(const YamlRecipe& recipe, const RecipeInputs& in, const config::RecipeModelEntry& entry,
@@ -136,12 +169,14 @@ Result<void> add_spec(const YamlRecipe& recipe, const RecipeInputs& in, const co
                       EntryContext& out) {
   auto draft = draft_length(recipe, in, entry);
   if (!draft) return std::unexpected(draft.error());
-  const bool thinking = entry.thinking.value_or(in.row->is_agentic());
+  auto thinking = thinking_mode(in, entry);
+  if (!thinking) return std::unexpected(thinking.error());
   out.variables["num_spec_tokens"] = *draft;
-  out.variables["thinking"] = thinking;
+  out.variables["thinking"] = *thinking;
   if (in.eval_run) return {};
-  auto al = golden_al(recipe, in, entry, thinking, *draft);
+  auto al = golden_al(recipe, in, entry, *thinking, *draft);
   if (!al) return std::unexpected(al.error());
+  if (auto ok = check_row_al(in, *al); !ok) return std::unexpected(ok.error());
   out.forced_al = *al;
   out.variables["golden_al"] = decimal(*al);
   out.variables["golden_al_minus_one"] = decimal(*al - 1.0);
@@ -170,9 +205,8 @@ std::vector<std::string> model_entry_keys(const sweep::SweepRow& row, std::strin
 
 Result<EntryContext> entry_context(const Recipe& recipe, const RecipeInputs& in) {
   EntryContext out;
-  out.variables = bj::object{{"model_key", ""},      {"model_vars", bj::object{}},
-                             {"num_spec_tokens", 0}, {"thinking", in.row->is_agentic()},
-                             {"golden_al", nullptr}, {"golden_al_minus_one", nullptr}};
+  out.variables = bj::object{{"model_key", ""},  {"model_vars", bj::object{}}, {"num_spec_tokens", 0},
+                             {"thinking", true}, {"golden_al", nullptr},       {"golden_al_minus_one", nullptr}};
   auto entry = find_entry(*recipe.yaml, in);
   if (!entry) return std::unexpected(entry.error());
   out.entry = *entry;

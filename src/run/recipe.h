@@ -40,7 +40,9 @@ struct ServerLaunch {
   std::string served_model;                              // `--model` the benchmark sends
   std::string tokenizer;                                 // `--tokenizer` for bench/eval (empty: the model's own)
   std::optional<double> forced_acceptance_length;        // the golden AL injected, if any
-  std::string command_line() const;                      // env + argv, shell-quoted, for the artifact
+  // Files to write before exec (absolute paths under job_dir): e.g. TensorRT-LLM's options file.
+  std::vector<std::pair<std::filesystem::path, std::string>> files;
+  std::string command_line() const;  // env + argv, shell-quoted, for the artifact
 };
 
 class RecipeBook;  // recipes loaded from a folder; cheap to copy (shared immutable state)

@@ -57,11 +57,16 @@ Result<YamlRecipe> compile_recipe(config::RecipeFile file) {
   if (!tokenizer) return std::unexpected(tokenizer.error());
   auto env = compile_env(path, file.env);
   if (!env) return std::unexpected(env.error());
+  std::vector<config::RecipeEnvEntry> file_templates;
+  for (const auto& entry : file.files) file_templates.push_back({entry.path, entry.content});
+  auto files = compile_env(path, file_templates);
+  if (!files) return std::unexpected(files.error());
   YamlRecipe recipe{.file = {},
                     .command = std::move(*command),
                     .served_model = std::move(*served),
                     .tokenizer = std::move(*tokenizer),
                     .env = std::move(*env),
+                    .files = std::move(*files),
                     .models = {}};
   for (size_t index = 0; index < file.models.size(); ++index) {
     auto entry = compile_entry(path, file.models[index], index);

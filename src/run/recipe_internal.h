@@ -39,6 +39,7 @@ struct YamlRecipe {
   CompiledTemplate served_model;
   CompiledTemplate tokenizer;
   std::vector<CompiledEnv> env;
+  std::vector<CompiledEnv> files;  // name: the relative path
   std::vector<CompiledModelEntry> models;
 };
 

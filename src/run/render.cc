@@ -179,6 +179,14 @@ Result<ServerLaunch> render_yaml(const Recipe& recipe, const RecipeInputs& in) {
   if (entry != nullptr) {
     if (auto ok = render_env(recipe.path, entry->env, *value, launch.env); !ok) return std::unexpected(ok.error());
   }
+  if (!yaml.files.empty() && in.job_dir.empty())
+    return invalid(fmt::format("{}: this recipe writes files into the job folder, and no job folder was given",
+                               recipe.path.string()));
+  for (const auto& file : yaml.files) {
+    auto content = render_text(recipe.path, file.value, *value);
+    if (!content) return std::unexpected(content.error());
+    launch.files.emplace_back(in.job_dir / file.name, std::move(*content));
+  }
   auto served = render_text(recipe.path, yaml.served_model, *value);
   if (!served) return std::unexpected(served.error());
   auto tokenizer = render_text(recipe.path, yaml.tokenizer, *value);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ using testing::agentic_row;
 using testing::disagg_row;
 using testing::fixed_row;
 using testing::inputs_for;
+using testing::spec_disagg_row;
 using testing::spec_row;
 
 struct GoldenCase {
@@ -40,18 +42,30 @@ std::string describe(const ServerLaunch& launch) {
   out += "tokenizer: " + launch.tokenizer + "\n";
   out += "forced-acceptance-length: " +
          (launch.forced_acceptance_length ? fmt::format("{}", *launch.forced_acceptance_length) : "none") + "\n";
+  for (const auto& [path, content] : launch.files) out += "file " + path.string() + ":\n" + content;
   return out;
 }
 
 std::vector<GoldenCase> cases() {
-  return {
-      {"sim_fixed", [] { return fixed_row("sim"); }, "", false},
-      {"sim_spec", [] { return spec_row("sim"); }, "", false},
+  std::vector<GoldenCase> out = {
       {"sim_spec_eval", [] { return spec_row("sim"); }, "", true},
-      {"sim_agentic", [] { return agentic_row("sim"); }, "", false},
-      {"sim_disagg", [] { return disagg_row("sim"); }, "", false},
       {"sim_for_sglang_row", [] { return fixed_row("sglang"); }, "sim", false},
   };
+  // Every framework: single-node fixed, spec-decoding, agentic, disaggregated, disaggregated MTP.
+  for (const std::string framework : {"sim", "vllm", "sglang", "trt", "atom"}) {
+    const std::map<std::string, std::string> disagg_forms = {{"sim", "sim"},
+                                                             {"vllm", "dynamo-vllm"},
+                                                             {"sglang", "sglang-disagg"},
+                                                             {"trt", "dynamo-trt"},
+                                                             {"atom", "atom-disagg"}};
+    const std::string disagg = disagg_forms.at(framework);
+    out.push_back({framework + "_fixed", [=] { return fixed_row(framework); }, "", false});
+    out.push_back({framework + "_spec", [=] { return spec_row(framework); }, "", false});
+    out.push_back({framework + "_agentic", [=] { return agentic_row(framework); }, "", false});
+    out.push_back({framework + "_disagg", [=] { return disagg_row(disagg); }, "", false});
+    out.push_back({framework + "_spec_disagg", [=] { return spec_disagg_row(disagg); }, "", false});
+  }
+  return out;
 }
 
 class RecipeGolden : public ::testing::TestWithParam<GoldenCase> {};

@@ -79,10 +79,26 @@ inline sweep::SweepRow disagg_row(std::string framework) {
   row.osl = 1024;
   row.prefill = worker(1, 8, 8, true);
   row.decode = worker(2, 8, 1, false);
+  row.prefill.additional_settings = {"CONFIG_FILE=recipes/dsr1/8k1k/ctx1_gen2_dep8_tep8_batch64.yaml"};
+  row.decode.additional_settings = row.prefill.additional_settings;
   row.conc = {32, 64};
   row.disagg = true;
   row.kv_p2p_transfer = "nixl";
   row.exp_name = "dsr1_8k1k";
+  return row;
+}
+
+// dsv4 fp4 on b200, 8k1k, disaggregated with MTP (DECODE_MTP_SIZE=2).
+inline sweep::SweepRow spec_disagg_row(std::string framework) {
+  sweep::SweepRow row = disagg_row(std::move(framework));
+  row.model = "deepseek-ai/DeepSeek-V4-Pro";
+  row.model_prefix = "dsv4";
+  row.precision = "fp4";
+  row.runner = "b200";
+  row.spec_decoding = config::SpecDecoding::kMtp;
+  row.decode.additional_settings = {"CONFIG_FILE=recipes/dsv4/8k1k/ctx1_gen2_mtp2.yaml", "DECODE_MTP_SIZE=2"};
+  row.prefill.additional_settings = {"CONFIG_FILE=recipes/dsv4/8k1k/ctx1_gen2_mtp2.yaml"};
+  row.exp_name = "dsv4_8k1k";
   return row;
 }
 
