@@ -180,6 +180,44 @@ Result<RecipeModelEntry> Reader::model_entry(const YamlNode& key, const YamlNode
   return entry;
 }
 
+// `files:` path -> content template; paths stay inside the job folder.
+Result<void> read_files(const Reader& r, const YamlNode& v, RecipeFile& file) {
+  if (!v.is_map()) return r.error(v, "'files' must map relative paths to content templates");
+  for (const auto& [key, content] : v.entries) {
+    const std::filesystem::path path(key.scalar);
+    if (key.scalar.empty() || path.is_absolute() || std::find(path.begin(), path.end(), "..") != path.end())
+      return r.error(key, fmt::format("files: '{}' must be a relative path inside the job folder", key.scalar));
+    RecipeFileEntry entry{key.scalar, {}};
+    IX_READ(entry.content, r.templ(content, key.scalar));
+    file.files.push_back(std::move(entry));
+  }
+  return {};
+}
+
+Result<void> read_models(const Reader& r, const YamlNode& v, RecipeFile& file) {
+  if (!v.is_map()) return r.error(v, "'models' must be a mapping of model keys to entries");
+  std::set<std::string> seen;
+  for (const auto& [key, entry] : v.entries) {
+    if (!seen.insert(key.scalar).second) return r.error(key, fmt::format("models: '{}' is given twice", key.scalar));
+    RecipeModelEntry parsed;
+    IX_READ(parsed, r.model_entry(key, entry));
+    file.models.push_back(std::move(parsed));
+  }
+  return {};
+}
+
+Result<void> read_frameworks(const Reader& r, const YamlNode& v, RecipeFile& file) {
+  file.frameworks_mark = v.mark;
+  if (!v.is_sequence() || v.items.empty())
+    return r.error(v, "'frameworks' must be a non-empty list of the rows' framework names");
+  for (const auto& item : v.items) {
+    std::string name;
+    IX_READ(name, r.text(item, "frameworks"));
+    file.frameworks.push_back(std::move(name));
+  }
+  return {};
+}
+
 Result<void> read_top(const Reader& r, const YamlNode& root, RecipeFile& file) {
   auto string_field = [&](std::string& target, const char* key) {
     return [&, key](const YamlNode& v) -> Result<void> {
@@ -193,62 +231,31 @@ Result<void> read_top(const Reader& r, const YamlNode& root, RecipeFile& file) {
       return {};
     };
   };
-  return r.each(
-      root, "a recipe",
-      {{"frameworks",
-        [&](const YamlNode& v) -> Result<void> {
-          file.frameworks_mark = v.mark;
-          if (!v.is_sequence() || v.items.empty())
-            return r.error(v, "'frameworks' must be a non-empty list of the rows' framework names");
-          for (const auto& item : v.items) {
-            std::string name;
-            IX_READ(name, r.text(item, "frameworks"));
-            file.frameworks.push_back(std::move(name));
-          }
-          return {};
-        }},
-       {"bench-backend", string_field(file.bench_backend, "bench-backend")},
-       {"served-model", template_field(file.served_model, "served-model")},
-       {"tokenizer", template_field(file.tokenizer, "tokenizer")},
-       {"health-path", string_field(file.health_path, "health-path")},
-       {"model-entry",
-        [&](const YamlNode& v) -> Result<void> {
-          if (v.scalar != "required" && v.scalar != "optional")
-            return r.error(v, fmt::format("'model-entry' must be required or optional, got {}", v.describe()));
-          file.model_entry_required = v.scalar == "required";
-          return {};
-        }},
-       {"command", template_field(file.command, "command")},
-       {"env",
-        [&](const YamlNode& v) -> Result<void> {
-          IX_READ(file.env, r.env(v, "env"));
-          return {};
-        }},
-       {"files",
-        [&](const YamlNode& v) -> Result<void> {
-          if (!v.is_map()) return r.error(v, "'files' must map relative paths to content templates");
-          for (const auto& [key, content] : v.entries) {
-            const std::filesystem::path path(key.scalar);
-            if (key.scalar.empty() || path.is_absolute() || std::find(path.begin(), path.end(), "..") != path.end())
-              return r.error(key, fmt::format("files: '{}' must be a relative path inside the job folder", key.scalar));
-            RecipeFileEntry entry{key.scalar, {}};
-            IX_READ(entry.content, r.templ(content, key.scalar));
-            file.files.push_back(std::move(entry));
-          }
-          return {};
-        }},
-       {"models", [&](const YamlNode& v) -> Result<void> {
-          if (!v.is_map()) return r.error(v, "'models' must be a mapping of model keys to entries");
-          std::set<std::string> seen;
-          for (const auto& [key, entry] : v.entries) {
-            if (!seen.insert(key.scalar).second)
-              return r.error(key, fmt::format("models: '{}' is given twice", key.scalar));
-            RecipeModelEntry parsed;
-            IX_READ(parsed, r.model_entry(key, entry));
-            file.models.push_back(std::move(parsed));
-          }
-          return {};
-        }}});
+  auto with_file = [&](Result<void> (*read)(const Reader&, const YamlNode&, RecipeFile&)) {
+    return [&, read](const YamlNode& v) { return read(r, v, file); };
+  };
+  return r.each(root, "a recipe",
+                {{"frameworks", with_file(read_frameworks)},
+                 {"bench-backend", string_field(file.bench_backend, "bench-backend")},
+                 {"served-model", template_field(file.served_model, "served-model")},
+                 {"tokenizer", template_field(file.tokenizer, "tokenizer")},
+                 {"health-path", string_field(file.health_path, "health-path")},
+                 {"model-entry",
+                  [&](const YamlNode& v) -> Result<void> {
+                    if (v.scalar != "required" && v.scalar != "optional")
+                      return r.error(v,
+                                     fmt::format("'model-entry' must be required or optional, got {}", v.describe()));
+                    file.model_entry_required = v.scalar == "required";
+                    return {};
+                  }},
+                 {"command", template_field(file.command, "command")},
+                 {"env",
+                  [&](const YamlNode& v) -> Result<void> {
+                    IX_READ(file.env, r.env(v, "env"));
+                    return {};
+                  }},
+                 {"files", with_file(read_files)},
+                 {"models", with_file(read_models)}});
 }
 
 }  // namespace
