@@ -27,6 +27,7 @@ as_root() { $SUDO "$@"; }
 
 host=$(hostname -s)
 conf=/etc/slurm/slurm.conf
+conf_marker="# Written by ixbench's scripts/start-slurm.sh"
 log_dir=/var/log/slurm
 ctld_pid=/run/slurmctld.pid
 slurmd_pid=/run/slurmd.pid
@@ -94,7 +95,7 @@ real_memory() {
 write_config() {  # prints "changed" when it wrote a new slurm.conf
   local want
   want=$(cat <<EOF
-# Written by ixbench's scripts/start-slurm.sh: a one-node cluster for tests.
+$conf_marker: a one-node cluster for tests.
 ClusterName=ixbench
 SlurmctldHost=$host
 SlurmUser=root
@@ -124,6 +125,10 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 )
   if [[ -f $conf && $(cat "$conf") == "$want" ]]; then return 0; fi
+  if [[ -f $conf ]] && ! head -1 "$conf" | grep -q "$conf_marker"; then
+    say "$conf exists and was not written by this script (a real cluster's?): leaving it alone; move it away to let this script write a one-node config"
+    exit 1
+  fi
   as_root install -d /etc/slurm
   printf '%s\n' "$want" | as_root tee "$conf" >/dev/null
   echo changed
@@ -149,8 +154,9 @@ start_daemons() {  # $1: "changed" restarts running daemons on the new config
 node_state() { sinfo -h -N -n "$host" -o %T 2>/dev/null | head -1; }
 
 # Waits until the node takes jobs; resumes it once when an earlier run left it DOWN or DRAINED.
+resumed=0
 wait_for_node() {
-  local state resumed=0
+  local state
   for _ in $(seq 300); do
     state=$(node_state)
     case $state in
@@ -185,7 +191,7 @@ was_up=0
 if [[ -z $changed ]] && running "$ctld_pid" && running "$slurmd_pid"; then was_up=1; fi
 start_daemons "$changed"
 wait_for_node
-# A cluster found up and unchanged was checked by the run that started it.
-if [[ $was_up -eq 0 ]]; then smoke_job; fi
+# A cluster found up, unchanged and taking jobs was checked by the run that started it.
+if [[ $was_up -eq 0 || $resumed -eq 1 ]]; then smoke_job; fi
 say "Slurm running: node $host ($(nproc) CPUs), partition debug; logs in $log_dir"
 echo "export IXBENCH_TEST_SLURM=1"
