@@ -1,6 +1,7 @@
-// The Slurm client's pure parts on output captured from Slurm 22.05 (tests/data/slurm/, from the
-// one-node cluster scripts/start-slurm.sh starts): squeue and scontrol as the client calls them,
-// sbatch's command line, and the rule that merges the sources of a job's state.
+// The Slurm client's pure parts on output captured from Slurm 22.05 (tests/data/slurm/): squeue
+// and scontrol from the one-node cluster scripts/start-slurm.sh starts, sacct from the same
+// cluster with slurmdbd (MariaDB) accounting turned on for the capture; sbatch's command line; the
+// rule that merges the sources of a job's state.
 #include "run/slurm.h"
 
 #include <gtest/gtest.h>
@@ -126,22 +127,49 @@ TEST(SlurmParse, ScontrolReadsTheMultiLineFormToo) {
 }
 
 TEST(SlurmParse, SacctReadsAllocationsAndSkipsSteps) {
-  // sacct -n -P -X -o JobID,State,ExitCode as Slurm documents it (the test cluster keeps no
-  // accounting, so this is not captured output).
-  auto states = parse_sacct(
-      "7_0|COMPLETED|0:0\n7_1|FAILED|3:0\n7_1.batch|FAILED|3:0\n7_2|CANCELLED by 0|0:15\n7_[3-4]|PENDING|0:0\n"
-      "8|NODE_FAIL|0:0\n");
+  // sacct -n -P -j 28,35 -o JobID,State,ExitCode (without -X: the batch steps too).
+  auto states = parse_sacct(captured("sacct_steps.txt"));
   ASSERT_TRUE(states) << states.error().to_string();
   const std::vector<SlurmTaskState> want = {
-      task(7, 0, SlurmState::kCompleted, SlurmSource::kSacct, "COMPLETED", 0),
-      task(7, 1, SlurmState::kFailed, SlurmSource::kSacct, "FAILED", 3),
-      task(7, 2, SlurmState::kCancelled, SlurmSource::kSacct, "CANCELLED", 0, 15),
-      task(7, 3, SlurmState::kPending, SlurmSource::kSacct, "PENDING"),
-      task(7, 4, SlurmState::kPending, SlurmSource::kSacct, "PENDING"),
-      task(8, std::nullopt, SlurmState::kNodeFail, SlurmSource::kSacct, "NODE_FAIL", 0),
+      task(28, 0, SlurmState::kCompleted, SlurmSource::kSacct, "COMPLETED", 0),
+      task(28, 1, SlurmState::kFailed, SlurmSource::kSacct, "FAILED", 3),
+      task(28, 2, SlurmState::kCompleted, SlurmSource::kSacct, "COMPLETED", 0),
+      task(35, std::nullopt, SlurmState::kFailed, SlurmSource::kSacct, "FAILED", 7),
   };
   EXPECT_EQ(*states, want);
   EXPECT_FALSE(parse_sacct("7_0|COMPLETED|zero\n"));
+}
+
+TEST(SlurmParse, SacctOfCancelledTasksKeepsTheStaleRangeRecord) {
+  // sacct -n -P -X -j 28,29: array 29 (five `sleep 30` on two CPUs) cancelled task 1 first, then
+  // whole. Cancelled allocations show exit code 0:0, and the array's own record still names the
+  // range it had when pending (29_[2-4]) although task 2 had started by then.
+  auto states = parse_sacct(captured("sacct_done.txt"));
+  ASSERT_TRUE(states) << states.error().to_string();
+  ASSERT_EQ(states->size(), 9u);
+  EXPECT_EQ((*states)[1], task(28, 1, SlurmState::kFailed, SlurmSource::kSacct, "FAILED", 3));
+  for (size_t index = 3; index < 9; ++index) {
+    EXPECT_EQ((*states)[index].state, SlurmState::kCancelled);
+    EXPECT_EQ((*states)[index].exit_code, 0);
+    EXPECT_EQ((*states)[index].slurm_state, "CANCELLED");
+  }
+  EXPECT_EQ((*states)[5].array_task, 2u);
+  EXPECT_EQ((*states)[6].array_task, 2u);
+  const auto merged = merge_task_states({.id = 29, .array_size = 5}, {{}, *states});
+  ASSERT_EQ(merged.size(), 5u);
+  for (const auto& state : merged) EXPECT_EQ(state.state, SlurmState::kCancelled);
+}
+
+TEST(SlurmParse, SacctLaggingBehindTheController) {
+  // Seconds after slurmctld started tasks 0 and 1, sacct lists them running and the array's own
+  // record still as 28_[0-2] pending: live states come from squeue, never from here.
+  auto states = parse_sacct(captured("sacct_lagging.txt"));
+  ASSERT_TRUE(states) << states.error().to_string();
+  ASSERT_EQ(states->size(), 10u);
+  const auto merged = merge_task_states({.id = 28, .array_size = 3}, {{}, *states});
+  EXPECT_EQ(merged[0].state, SlurmState::kRunning);
+  EXPECT_EQ(merged[1].state, SlurmState::kRunning);
+  EXPECT_EQ(merged[2].state, SlurmState::kPending);
 }
 
 TEST(SlurmParse, StateWords) {
