@@ -97,7 +97,7 @@ write_config() {  # prints "changed" when it wrote a new slurm.conf
   want=$(cat <<EOF
 $conf_marker: a one-node cluster for tests.
 ClusterName=ixbench
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -120,7 +120,7 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MinJobAge=600
 KillWait=5
-NodeName=$host CPUs=$(nproc) RealMemory=$(real_memory) State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$(real_memory) State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 )
