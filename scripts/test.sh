@@ -8,6 +8,14 @@ scripts/bootstrap.sh
 scripts/build.sh release
 # The results-store tests run on SQLite and on a real PostgreSQL server: a throwaway local cluster.
 eval "$(scripts/start-postgres.sh)"
+# The Slurm client tests run on a real one-node cluster (as root or through sudo; it installs
+# slurm-wlm and munge when missing).
+# Without one they skip, saying so.
+if slurm_env=$(scripts/start-slurm.sh); then
+  eval "$slurm_env"
+else
+  echo "test: no local Slurm cluster (the reason is above); the Slurm tests skip" >&2
+fi
 ctest --preset release -j "$(nproc)" --output-on-failure
 scripts/build.sh asan --target ixbench
 asan_ixbench="$PWD/build/asan/src/cli/ixbench"
