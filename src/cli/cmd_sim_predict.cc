@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "common/clock.h"
 #include "common/file_io.h"
 #include "common/json_io.h"
 #include "common/strings.h"
@@ -79,12 +80,7 @@ struct PredictFlags {
 };
 
 std::string utc_date() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y%m%d-%H%M%S", &tm);
-  return buffer;
+  return utc_now_text("%Y%m%d-%H%M%S");
 }
 
 std::string table(const std::vector<sim::PredictPoint>& points) {

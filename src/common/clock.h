@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace ix {
 
@@ -33,5 +34,9 @@ class FakeClock final : public Clock {
  private:
   std::atomic<int64_t> now_ns_;
 };
+
+// The wall-clock time now in UTC, formatted with strftime's `format` ("%Y-%m-%dT%H:%M:%SZ" for
+// ISO 8601, "%Y%m%d-%H%M%S" for names). The one wall-clock reading outside of result timestamps.
+std::string utc_now_text(const char* format);
 
 }  // namespace ix

@@ -28,6 +28,8 @@ struct RecipeInputs {
   bool eval_run = false;                 // an eval-only job: never force the golden acceptance length
   std::filesystem::path golden_al_dir;   // golden_al_distribution/ (empty: none given)
   std::string recipe;                    // the recipe to render with (empty: the row's framework), e.g. "sim"
+  bool evaluates = false;                // the job runs an eval against this server (run-eval or eval-only)
+  std::filesystem::path gsm8k_dir;       // GSM8K's test.jsonl (the sim answers GSM8K from it when it evaluates)
 };
 
 // A rendered server: exactly what the orchestrator execs, and how it knows it is ready.

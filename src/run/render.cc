@@ -80,6 +80,8 @@ bj::object base_context(const RecipeInputs& in) {
       {"duration", row.duration_s},
       {"exp_name", row.exp_name},
       {"eval_run", in.eval_run},
+      {"evaluates", in.evaluates},
+      {"gsm8k_dir", in.gsm8k_dir.string()},
       {"eval_only", row.eval_only},
       {"ixbench", in.ixbench.string()},
       {"job_dir", in.job_dir.string()},

@@ -255,6 +255,7 @@ class SqlStore final : public Store {
   Result<Facets> facets() override;
   Result<std::vector<RunRecord>> runs() override;
   Result<bool> has_artifact(const std::string& path) override;
+  Result<std::vector<std::string>> result_stems(const std::string& run_id, ResultKind kind) override;
   Result<std::string> dump() override;
   int schema_version() const override { return version_; }
   std::string describe() const override { return backend_->describe(); }
@@ -471,6 +472,20 @@ Result<bool> SqlStore::has_artifact(const std::string& path) {
   auto row = (*statement)->step();
   if (!row) return fail(row.error());
   return *row;
+}
+
+Result<std::vector<std::string>> SqlStore::result_stems(const std::string& run_id, ResultKind kind) {
+  auto statement =
+      cached("result_stems", "SELECT result_stem FROM results WHERE run_id = ? AND kind = ? ORDER BY result_stem");
+  if (!statement) return fail(statement.error());
+  if (auto ok = (*statement)->bind({run_id, std::string(result_kind_name(kind))}); !ok) return fail(ok.error());
+  std::vector<std::string> stems;
+  while (true) {
+    auto row = (*statement)->step();
+    if (!row) return fail(row.error());
+    if (!*row) return stems;
+    stems.push_back((*statement)->column_text(0));
+  }
 }
 
 Result<std::vector<std::string>> strings_of(Backend& backend, std::string_view sql) {

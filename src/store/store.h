@@ -147,6 +147,8 @@ class Store {
   virtual Result<std::vector<ResultRecord>> latest(const ResultQuery& query) = 0;
   virtual Result<Facets> facets() = 0;
   virtual Result<std::vector<RunRecord>> runs() = 0;
+  // The result stems one run holds, of one kind, sorted (`run --resume` skips the jobs stored).
+  virtual Result<std::vector<std::string>> result_stems(const std::string& run_id, ResultKind kind) = 0;
   // Whether some result records `path` as an artifact (the dashboard serves only those files).
   virtual Result<bool> has_artifact(const std::string& path) = 0;
   // Every row of every table, one line per row in key order (tests compare dumps before and after

@@ -381,7 +381,10 @@ std::string canonical_json(const SweepRow& row, std::span<const std::string_view
 
 std::string recipe_fingerprint(const SweepRow& row) {
   static constexpr std::string_view kExcluded[] = {"conc", "exp-name"};
-  std::string text = canonical_json(row, kExcluded);
+  return sha256_hex(canonical_json(row, kExcluded));
+}
+
+std::string sha256_hex(std::string_view text) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
   std::string hex;

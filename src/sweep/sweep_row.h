@@ -100,6 +100,9 @@ std::string canonical_json(const SweepRow& row, std::span<const std::string_view
 // runner, eval marking) changes it. Stamped by `plan`, checked by `run`.
 std::string recipe_fingerprint(const SweepRow& row);
 
+// Lowercase hex SHA-256 of `text` (fingerprints, and the input hashes of a run manifest).
+std::string sha256_hex(std::string_view text);
+
 // Result-file stem of one run of the row (SPEC §2):
 //   {exp}_{precision}_{framework}_tp{T}-pp{P}-dcp{D}-pcp{C}-ep{E}-dpa{true|false}_disagg-{b}_spec-{x}_conc{N}_{runner}
 // Multi-node rows describe both workers instead of the tp.. block:
