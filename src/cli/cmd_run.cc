@@ -3,6 +3,7 @@
 // job from its spec file; every executor starts it (locally, or through sbatch/srun).
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +43,10 @@ struct RunFlags {
   std::string executor = "local";
   int parallel = 1;
   int64_t gpus = 0;
+  CLI::Option* parallel_option = nullptr;
+  std::string partition;
+  int64_t time_limit_min = 0;
+  int64_t cpus_per_task = 1;
   std::string recipes;
   std::string golden_al_dir = "golden_al_distribution";
   std::string thresholds;
@@ -104,6 +109,13 @@ std::optional<std::string> check_flags(const RunFlags& flags) {
   }
   if (s.config_keys.empty() && !s.conc.empty()) return "--conc needs --config-keys (as `sweep test-config`)";
   if (flags.parallel < 1) return fmt::format("--parallel must be at least 1, got {}", flags.parallel);
+  if (flags.executor != "slurm" &&
+      (!flags.partition.empty() || flags.time_limit_min != 0 || flags.cpus_per_task != 1)) {
+    return "--partition, --time-limit and --cpus-per-task are for --executor slurm";
+  }
+  if (flags.executor == "slurm" && flags.gpus != 0) return "--gpus is for the local executor (Slurm allots GPUs)";
+  if (flags.time_limit_min < 0 || flags.cpus_per_task < 1)
+    return "--time-limit must not be negative and --cpus-per-task must be at least 1";
   if (flags.gpus < 0) return fmt::format("--gpus must not be negative, got {}", flags.gpus);
   if (flags.eval_limit < 0) return fmt::format("--eval-limit must not be negative, got {}", flags.eval_limit);
   if (flags.health_timeout_s <= 0) return "--health-timeout must be positive";
@@ -136,7 +148,12 @@ Result<run::JobSettings> job_settings(const RunFlags& flags) {
 
 Result<std::unique_ptr<run::Executor>> make_executor(const RunFlags& flags) {
   if (flags.executor == "local") return run::make_local_executor(flags.parallel, flags.gpus);
-  return fail(ErrorCode::kUnsupported, fmt::format("--executor {}: not available in this build", flags.executor));
+  run::SlurmExecutorOptions slurm;
+  if (!flags.partition.empty()) slurm.partition = flags.partition;
+  slurm.time_limit = std::chrono::minutes(flags.time_limit_min);
+  slurm.cpus_per_task = static_cast<std::uint32_t>(flags.cpus_per_task);
+  slurm.max_running = flags.parallel_option->count() > 0 ? static_cast<std::uint32_t>(flags.parallel) : 0;
+  return run::make_slurm_executor(slurm);
 }
 
 int run_run(const RunFlags& flags) {
@@ -226,10 +243,16 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--executor", flags->executor, "where jobs run")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
-  cmd->add_option("--parallel", flags->parallel, "local executor: jobs at once")->capture_default_str();
+  flags->parallel_option =
+      cmd->add_option("--parallel", flags->parallel, "jobs at once (slurm: the array throttle; default none)")
+          ->capture_default_str();
   cmd->add_option("--gpus", flags->gpus,
                   "local executor: GPUs of this machine shared among parallel jobs (0 = no accounting)")
       ->capture_default_str();
+  cmd->add_option("--partition", flags->partition, "slurm: the partition (default: the cluster's)");
+  cmd->add_option("--time-limit", flags->time_limit_min, "slurm: minutes per job (0 = the partition's limit)")
+      ->capture_default_str();
+  cmd->add_option("--cpus-per-task", flags->cpus_per_task, "slurm: CPUs per job")->capture_default_str();
   add_job_flags(cmd, *flags);
   registry.on_run(cmd, [flags] { return run_run(*flags); });
 

@@ -5,16 +5,19 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "run/job.h"
+#include "run/slurm.h"
 
 namespace ix::run {
 
@@ -48,5 +51,21 @@ std::vector<std::string> job_command(const std::filesystem::path& ixbench, const
 // of the machine's GPUs are free for it and sees only them (CUDA_VISIBLE_DEVICES,
 // HIP_VISIBLE_DEVICES); a job needing more GPUs than the machine has fails at once.
 std::unique_ptr<Executor> make_local_executor(int parallel, int64_t gpus);
+
+// What the Slurm executor asks of the cluster.
+struct SlurmExecutorOptions {
+  std::optional<std::string> partition;  // --partition ("" = the cluster's default)
+  std::chrono::seconds time_limit{0};    // --time per job (0 = the partition's)
+  std::uint32_t cpus_per_task = 1;       // --cpus-per-task of each job
+  std::uint32_t max_running = 0;         // array throttle (%k): at most this many of a bucket at once
+  double poll_interval_s = 2;            // squeue/sacct/scontrol polling
+  double unknown_grace_s = 60;           // a task no tool knows for this long is taken as ended
+};
+
+// Jobs on a Slurm cluster: one `sbatch --array` per bucket of single-node jobs needing the same
+// GPUs, one allocation per multi-node job; each task runs `srun ixbench run job` on its folder.
+// The run folder and this ixbench binary must be on a file system the nodes share. State is
+// polled (run/slurm.h); an interrupted run scancels every submission.
+std::unique_ptr<Executor> make_slurm_executor(SlurmExecutorOptions options, SlurmClient client = SlurmClient());
 
 }  // namespace ix::run

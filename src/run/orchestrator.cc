@@ -39,6 +39,14 @@ int64_t gpus_of(const Job& job) {
   return row.tp * row.pp * row.pcp_size;
 }
 
+// Nodes of a multi-node job: its GPUs over the runner's GPUs per node (runners.yaml), else 1.
+int64_t nodes_of(const Job& job, const std::optional<config::RunnerConfig>& runners) {
+  if (!job.row.is_multinode() || !runners) return 1;
+  const auto* hardware = runners->find_hardware(job.runner_label);
+  if (!hardware || hardware->gpus_per_node <= 0) return 1;
+  return std::max<int64_t>(1, (gpus_of(job) + hardware->gpus_per_node - 1) / hardware->gpus_per_node);
+}
+
 // The run's folder and manifest; on resume, the manifest's created_at is kept.
 struct RunFolder {
   std::string run_id;
@@ -285,7 +293,8 @@ Result<RunSummary> Sweep::run(Executor& executor) {
   if (!pending) return fail(pending.error());
   for (size_t index : *pending) {
     if (auto ok = write_spec(index); !ok) return fail(ok.error());
-    exec_jobs_.push_back({&jobs_[index], job_dir(folder_, jobs_[index]), gpus_of(jobs_[index]), 1});
+    exec_jobs_.push_back({&jobs_[index], job_dir(folder_, jobs_[index]), gpus_of(jobs_[index]),
+                          nodes_of(jobs_[index], options_.runners)});
     exec_index_.push_back(index);
   }
   view_.say(fmt::format("{}: {} jobs ({} to run) on {}, folder {}", folder_.run_id, jobs_.size(), exec_jobs_.size(),
