@@ -40,6 +40,7 @@ struct RunFlags {
   std::string resume;
   bool dry_run = false;
   bool no_report = false;
+  bool predict = false;
   std::string executor = "local";
   int parallel = 1;
   int64_t gpus = 0;
@@ -143,6 +144,7 @@ Result<run::JobSettings> job_settings(const RunFlags& flags) {
   s.agentic_duration_s = flags.agentic_duration_s;
   s.health_timeout_s = flags.health_timeout_s;
   s.step_timeout_s = flags.step_timeout_s;
+  s.predict = flags.predict;
   return s;
 }
 
@@ -240,6 +242,8 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--resume", flags->resume, "resume this run: skip jobs stored, rerun failed and unfinished ones");
   cmd->add_flag("--dry-run", flags->dry_run, "print the jobs and the server command of each; run nothing");
   cmd->add_flag("--no-report", flags->no_report, "do not write the static report at the end");
+  cmd->add_flag("--predict", flags->predict,
+                "also predict each fixed-length job with the simulator (sim predict), stored as predicted beside it");
   cmd->add_option("--executor", flags->executor, "where jobs run")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();

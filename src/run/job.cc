@@ -54,7 +54,8 @@ boost::json::object settings_json(const JobSettings& s) {
           {"step_timeout_s", s.step_timeout_s},
           {"prompts_per_conc", s.prompts_per_conc},
           {"warmups_per_conc", s.warmups_per_conc},
-          {"random_range_ratio", s.random_range_ratio}};
+          {"random_range_ratio", s.random_range_ratio},
+          {"predict", s.predict}};
 }
 
 // The error of a spec field, prefixed with where it is.
@@ -91,6 +92,9 @@ Result<JobSettings> read_settings(const boost::json::object& object, std::string
     if (!value) return at(where, value.error());
     *target = *value;
   }
+  auto predict = ix::json::get_bool(object, "predict");
+  if (!predict) return at(where, predict.error());
+  s.predict = *predict;
   return s;
 }
 

@@ -31,6 +31,7 @@ struct JobSettings {
   int64_t prompts_per_conc = 10;        // fixed-length rows: num-prompts = 10 * conc (InferenceX)
   int64_t warmups_per_conc = 2;         // warmups = 2 * conc
   double random_range_ratio = 0.8;      // InferenceX's RANDOM_RANGE_RATIO
+  bool predict = false;                 // also `sim predict` each fixed-length job (stored as predicted)
 };
 
 struct Job {

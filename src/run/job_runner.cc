@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/clock.h"
@@ -41,7 +42,8 @@ class JobRun {
   bool start_server(const std::string& telemetry_csv = "gpu_metrics.csv");
   bool bench_step(size_t index);
   bool eval_steps(int64_t conc);
-  bool aggregate_step(size_t index);
+  bool aggregate_step(size_t index, const fs::path& out_dir, const fs::path& raw, const fs::path& power_csv);
+  bool predict_steps();
   void stop_everything();
   // Runs argv (this ixbench: argv[0] is replaced) as step `name`, output to `<log>.log`, watching the
   // server when one runs. False on failure (recorded).
@@ -312,9 +314,9 @@ std::string aggregate_env(const Job& job, size_t index) {
   return boost::json::serialize(env) + "\n";
 }
 
-bool JobRun::aggregate_step(size_t index) {
+bool JobRun::aggregate_step(size_t index, const fs::path& out_dir, const fs::path& raw, const fs::path& power_csv) {
   const std::string& stem = job_.stems[index];
-  const fs::path env_file = dir_ / fmt::format("aggregate_env_conc{}.json", job_.concs[index]);
+  const fs::path env_file = out_dir / fmt::format("aggregate-env-c{}.json", job_.concs[index]);
   if (auto ok = files::write_file(env_file, aggregate_env(job_, index)); !ok) {
     return record("aggregate", false, SteadyTime::now(), ok.error().message());
   }
@@ -322,13 +324,71 @@ bool JobRun::aggregate_step(size_t index) {
   std::vector<std::string> argv = {"ixbench",     "aggregate",
                                    "--row",       (dir_ / "row.json").string(),
                                    "--env-file",  env_file.string(),
-                                   "--raw",       agentic ? replay_dir(index).string() : raw_path(index).string(),
-                                   "--out",       (dir_ / ("agg_" + stem + ".json")).string(),
-                                   "--power-csv", (dir_ / "gpu_metrics.csv").string(),
+                                   "--raw",       raw.string(),
+                                   "--out",       (out_dir / ("agg_" + stem + ".json")).string(),
+                                   "--power-csv", power_csv.string(),
                                    "--quiet"};
   if (agentic) argv.insert(argv.end(), {"--scenario", "agentic-coding"});
-  return step(fmt::format("aggregate conc={}", job_.concs[index]), std::move(argv),
-              fmt::format("aggregate_conc{}", job_.concs[index]), 0);
+  std::string what = out_dir == dir_ ? "aggregate" : "aggregate predicted";
+  return step(fmt::format("{} conc={}", what, job_.concs[index]), std::move(argv),
+              fmt::format("{}_conc{}", what == "aggregate" ? "aggregate" : "aggregate_predicted", job_.concs[index]),
+              0);
+}
+
+// `sim serve`'s engine flags as `sim predict` takes them (the serving-only flags left out).
+std::vector<std::string> predict_argv(const std::vector<std::string>& serve) {
+  static const std::set<std::string> kServeOnly = {"--port", "--served-model-name", "--gsm8k-answers", "--tokenizer"};
+  std::vector<std::string> out = {"ixbench", "sim", "predict"};
+  for (size_t i = 3; i < serve.size(); ++i) {
+    if (kServeOnly.count(serve[i]) > 0) {
+      ++i;  // and its value
+      continue;
+    }
+    out.push_back(serve[i]);
+  }
+  return out;
+}
+
+// The simulator's prediction of the job's fixed-length runs, beside the run's measured results
+// (<run>/predicted/<job-id>/agg_<stem>.json, stored as predicted).
+bool JobRun::predict_steps() {
+  auto began = SteadyTime::now();
+  auto book = load_recipe_book(spec_.settings.recipes_dir);
+  if (!book) return record("predict", false, began, book.error().message());
+  RecipeInputs inputs{.row = &job_.row,
+                      .conc = job_.concs.front(),
+                      .runner = job_.runner,
+                      .hardware = job_.runner_label,
+                      .port = 1,
+                      .ixbench = self_executable(),
+                      .job_dir = dir_,
+                      .eval_run = false,
+                      .golden_al_dir = spec_.settings.golden_al_dir,
+                      .recipe = "sim",
+                      .evaluates = false,
+                      .gsm8k_dir = {}};
+  auto launch = render_server(*book, inputs);
+  if (!launch) return record("predict", false, began, launch.error().message());
+  const fs::path out = dir_.parent_path() / "predicted" / job_.id;
+  std::error_code error;
+  fs::create_directories(out / "raw", error);
+  if (error) return record("predict", false, began, fmt::format("cannot create {}: {}", out.string(), error.message()));
+  std::string concs;
+  for (int64_t c : job_.concs) concs += (concs.empty() ? "" : ",") + std::to_string(c);
+  auto argv = predict_argv(launch->argv);
+  argv.insert(argv.end(), {"--isl", std::to_string(job_.row.isl), "--osl", std::to_string(job_.row.osl), "--conc",
+                           concs, "--result-dir", (out / "raw").string()});
+  if (!step("predict", std::move(argv), "predict", 0)) return false;
+  for (size_t i = 0; i < job_.concs.size(); ++i) {
+    auto raw = files::files_under(out / "raw", fmt::format("_conc{}.json", job_.concs[i]));
+    if (!raw || raw->size() != 1)
+      return record("predict", false, began, fmt::format("sim predict wrote no result of conc {}", job_.concs[i]));
+    const fs::path named = out / (job_.stems[i] + ".json");
+    fs::rename(raw->front(), named, error);
+    if (error) return record("predict", false, began, error.message());
+    if (!aggregate_step(i, out, named, out / "gpu_metrics.csv")) return false;
+  }
+  return true;
 }
 
 void JobRun::stop_everything() {
@@ -363,7 +423,10 @@ JobStatus JobRun::run() {
     if (ok) ok = eval_steps(conc);
   }
   stop_everything();  // the last telemetry sample lands before the aggregation reads it
-  for (size_t i = 0; i < job_.concs.size() && ok && job_.throughput; ++i) ok = aggregate_step(i);
+  for (size_t i = 0; i < job_.concs.size() && ok && job_.throughput; ++i) {
+    ok = aggregate_step(i, dir_, job_.row.is_agentic() ? replay_dir(i) : raw_path(i), dir_ / "gpu_metrics.csv");
+  }
+  if (ok && spec_.settings.predict && job_.throughput && !job_.row.is_agentic()) ok = predict_steps();
   return finish();
 }
 

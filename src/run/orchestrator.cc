@@ -131,6 +131,13 @@ Result<std::vector<store::ResultRecord>> ingest_job(store::Store& db, const RunF
   }
   auto stored = db.put_run_results(run_record(folder), read->results);
   if (!stored) return fail(stored.error());
+  const fs::path predicted = folder.dir / "predicted" / job.id;
+  if (fs::is_directory(predicted)) {
+    auto prediction = store::read_result_folder(predicted, folder.run_id, store::ResultKind::kPredicted);
+    if (!prediction) return fail(prediction.error());
+    for (auto& record : prediction->results) record.row_json = row;
+    if (auto ok = db.put_run_results(run_record(folder), prediction->results); !ok) return fail(ok.error());
+  }
   return std::move(read->results);
 }
 
