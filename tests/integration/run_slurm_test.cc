@@ -54,8 +54,18 @@ class RunSlurm : public ::testing::Test {
   }
 
   std::vector<std::string> run_args(const std::string& config) {
-    return {"run", "--config-files", config, "--runner-config", (dir_ / "runners.yaml").string(), "--executor",
-            "slurm", "--out", (dir_ / "runs").string(), "--db", (dir_ / "results.db").string(), "--no-report"};
+    return {"run",
+            "--config-files",
+            config,
+            "--runner-config",
+            (dir_ / "runners.yaml").string(),
+            "--executor",
+            "slurm",
+            "--out",
+            (dir_ / "runs").string(),
+            "--db",
+            (dir_ / "results.db").string(),
+            "--no-report"};
   }
 
   fs::path dir_;
@@ -85,7 +95,8 @@ TEST_F(RunSlurm, ASweepRunsThroughSbatchArraysAndIsStored) {
     std::string status = read_whole_file(entry.path() / "status.json");
     EXPECT_NE(status.find("\"state\": \"succeeded\""), std::string::npos) << entry.path() << status;
     bool has_agg = false;
-    for (const auto& file : fs::directory_iterator(entry.path())) has_agg |= file.path().filename().string().starts_with("agg_");
+    for (const auto& file : fs::directory_iterator(entry.path()))
+      has_agg |= file.path().filename().string().starts_with("agg_");
     EXPECT_TRUE(has_agg) << entry.path();
   }
   // The store holds both: resuming the run submits nothing.
@@ -109,7 +120,9 @@ TEST_F(RunSlurm, AnInterruptedRunCancelsItsJobs) {
     std::this_thread::sleep_for(500ms);
     if (!fs::exists(dir_ / "runs")) continue;
     for (const auto& entry : fs::recursive_directory_iterator(dir_ / "runs")) {
-      if (entry.path().filename() == "steps.log" && read_whole_file(entry.path()).find("bench conc=1 running") != std::string::npos) running = true;
+      if (entry.path().filename() == "steps.log" &&
+          read_whole_file(entry.path()).find("bench conc=1 running") != std::string::npos)
+        running = true;
     }
   }
   ASSERT_TRUE(running) << "the job never started its benchmark";
