@@ -49,6 +49,7 @@ struct RunFlags {
   int64_t time_limit_min = 0;
   int64_t cpus_per_task = 1;
   std::string recipes;
+  std::string recipe;
   std::string golden_al_dir = "golden_al_distribution";
   std::string thresholds;
   std::string gsm8k_dir;
@@ -135,6 +136,7 @@ Result<run::JobSettings> job_settings(const RunFlags& flags) {
   auto recipes = run::find_recipe_dir(flags.recipes);
   if (!recipes) return fail(recipes.error());
   s.recipes_dir = fs::absolute(*recipes);
+  s.recipe = flags.recipe;
   s.golden_al_dir = fs::is_directory(flags.golden_al_dir) ? fs::absolute(flags.golden_al_dir) : fs::path();
   s.thresholds = absolute_or_empty(flags.thresholds);
   const char* env_gsm8k = std::getenv("IXBENCH_GSM8K_DIR");
@@ -163,6 +165,7 @@ int run_run(const RunFlags& flags) {
   run::RunOptions options;
   auto rows = plan_rows(flags, options.runners);
   if (!rows) return report_error(rows.error());
+  if (rows->empty()) return report_error(Error(ErrorCode::kInvalidArgument, "no jobs: the filters left no matrix row"));
   options.rows = std::move(*rows);
   auto settings = job_settings(flags);
   if (!settings) return report_error(settings.error());
@@ -203,7 +206,7 @@ int run_job_command(const JobFlags& flags) {
   fs::path dir = flags.dir.empty() ? fs::path(flags.spec).parent_path() : fs::path(flags.dir);
   StopSignals stop_signals;
   auto status = run::run_job(*spec, dir, StopSignals::flag());
-  fmt::print(stderr, "run job: {} {}{}\n", status.job_id, run::job_state_name(status.state),
+  fmt::print("run job: {} {}{}\n", status.job_id, run::job_state_name(status.state),
              status.failed_step.empty() ? "" : " at " + status.failed_step + ": " + status.message);
   if (status.state == run::JobState::kInterrupted && StopSignals::stopped()) return 128 + StopSignals::signal();
   return status.state == run::JobState::kSucceeded ? kExitOk : kExitFailure;
@@ -211,6 +214,9 @@ int run_job_command(const JobFlags& flags) {
 
 void add_job_flags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--recipes", f.recipes, "folder of recipes (<framework>.yaml, *.sh; default: the built-in recipes/)");
+  cmd->add_option("--recipe", f.recipe,
+                  "start every row's server with this recipe (e.g. sim: any matrix on the simulator, each row's "
+                  "engine simulated)");
   cmd->add_option("--golden-al-dir", f.golden_al_dir,
                   "golden acceptance lengths (golden_al_distribution/*.yaml) forced on spec-decoding throughput runs")
       ->capture_default_str();

@@ -44,6 +44,7 @@ Job make_job(const sweep::SweepRow& row, const config::RunnerConfig* runners) {
 
 boost::json::object settings_json(const JobSettings& s) {
   return {{"recipes_dir", s.recipes_dir.string()},
+          {"recipe", s.recipe},
           {"golden_al_dir", s.golden_al_dir.string()},
           {"thresholds", s.thresholds.string()},
           {"gsm8k_dir", s.gsm8k_dir.string()},
@@ -75,6 +76,9 @@ Result<JobSettings> read_settings(const boost::json::object& object, std::string
     if (!value) return at(where, value.error());
     *target = *value;
   }
+  auto recipe = ix::json::get_string(object, "recipe");
+  if (!recipe) return at(where, recipe.error());
+  s.recipe = *recipe;
   std::pair<const char*, int64_t*> integers[] = {{"eval_limit", &s.eval_limit},
                                                  {"prompts_per_conc", &s.prompts_per_conc},
                                                  {"warmups_per_conc", &s.warmups_per_conc}};

@@ -20,6 +20,7 @@ namespace ix::run {
 // What shapes every job's steps, from the command line.
 struct JobSettings {
   std::filesystem::path recipes_dir;    // recipes/*.yaml and *.sh
+  std::string recipe;                   // render every row with this recipe ("" = the row's framework's)
   std::filesystem::path golden_al_dir;  // golden_al_distribution/ ("" = none)
   std::filesystem::path thresholds;     // evals/thresholds.yaml ("" = scores are not checked)
   std::filesystem::path gsm8k_dir;      // GSM8K's test.jsonl/train.jsonl ("" = `eval gsm8k`'s default)

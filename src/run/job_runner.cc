@@ -110,7 +110,7 @@ bool JobRun::render(bool eval_server) {
                       .job_dir = dir_,
                       .eval_run = eval_server,
                       .golden_al_dir = spec_.settings.golden_al_dir,
-                      .recipe = {},
+                      .recipe = spec_.settings.recipe,
                       .evaluates = job_.eval,
                       .gsm8k_dir = spec_.settings.gsm8k_dir};
   auto launch = render_server(*book, inputs);

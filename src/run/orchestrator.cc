@@ -382,7 +382,7 @@ Result<std::string> render_plan(const RunOptions& options) {
                         options.out / "<run-id>" / job.id,
                         job.eval && !job.throughput,
                         options.settings.golden_al_dir,
-                        {},
+                        options.settings.recipe,
                         job.eval,
                         options.settings.gsm8k_dir};
     auto launch = render_server(*book, inputs);

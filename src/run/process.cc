@@ -204,7 +204,12 @@ Result<ExitStatus> run_to_completion(const ProcessSpec& spec, double timeout_s) 
 std::filesystem::path self_executable() {
   std::error_code error;
   auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::filesystem::path("ixbench") : path;
+  if (error) return "ixbench";
+  // A rebuild replaced the binary while it ran: the new one is at the same path.
+  std::string text = path.string();
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (text.ends_with(kDeleted)) text.resize(text.size() - kDeleted.size());
+  return text;
 }
 
 Result<int> free_local_port() {

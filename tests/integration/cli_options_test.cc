@@ -105,6 +105,7 @@ struct Sample {
   std::string exits_1;               // why this run fails by design (exit 1); empty: it must exit 0
   std::string stderr_shows;          // with exits_1: what stderr says instead of one `ixbench: error:` line
   std::optional<std::string> input;  // stdin instead of the command's
+  std::vector<std::string> drops;    // base options this run leaves out (one that excludes the option)
 };
 
 // A run that must exit 1, for the reason given. Its stderr must end with the one line
@@ -113,6 +114,12 @@ struct Sample {
 Sample fails_because(Sample sample, std::string why, std::string stderr_shows = "") {
   sample.exits_1 = std::move(why);
   sample.stderr_shows = std::move(stderr_shows);
+  return sample;
+}
+
+// A run without the base's `options` (`run --jobs-from` instead of its base's --config-files).
+Sample dropping(Sample sample, std::vector<std::string> options) {
+  sample.drops = std::move(options);
   return sample;
 }
 
@@ -316,6 +323,54 @@ std::map<std::string, CommandCase> command_cases() {
       {"--port", {"--port", "0"}},
       {"--host", {"--host", "127.0.0.1"}},
   });
+  // run: a dry run plans the demo repository's jobs and renders each server (its first real step).
+  cases["run"] = {.base = {"--config-files", "{source}/examples/demo/configs/sim-master.yaml", "--runner-config",
+                           "{source}/examples/demo/configs/runners.yaml", "--golden-al-dir",
+                           "{source}/examples/demo/golden_al_distribution", "--dry-run", "--out", "{tmp}/runs", "--db",
+                           "{tmp}/run.db"},
+                  .samples = {
+                      {"--config-files", {"--config-files", "{source}/examples/demo/configs/sim-master.yaml"}},
+                      {"--runner-config", {"--runner-config", "{source}/examples/demo/configs/runners.yaml"}},
+                      {"--model-prefix", {"--model-prefix", "gptoss"}},
+                      {"--precision", {"--precision", "fp4"}},
+                      {"--framework", {"--framework", "sim"}},
+                      {"--runner-type", {"--runner-type", "h200"}},
+                      {"--min-conc", {"--min-conc", "1"}},
+                      {"--max-conc", {"--max-conc", "64"}},
+                      {"--max-tp", {"--max-tp", "8"}},
+                      {"--max-ep", {"--max-ep", "8"}},
+                      {"--multi-node", fails_because({"--multi-node"}, "the demo has no multi-node config: no jobs")},
+                      {"--scenario-type", {"--scenario-type", "agentic-coding"}},
+                      {"--seq-lens", {"--seq-lens", "8k1k"}},
+                      {"--runner-node-filter", {"--runner-node-filter", "sim"}},
+                      {"--config-keys", {"--config-keys", "gptoss*"}},
+                      {"--conc", {"--config-keys", "gptoss*", "--conc", "4"}},
+                      {"--jobs-from", dropping({"--jobs-from", "{fixture}/matrix.json"}, {"--config-files"})},
+                      {"--db", {"--db", "sqlite:{tmp}/other.db"}},
+                      {"--out", {"--out", "{tmp}/other-runs"}},
+                      {"--resume", {"--resume", "run-20261203-000000"}},
+                      {"--parallel", {"--parallel", "2"}},
+                      {"--gpus", {"--gpus", "8"}},
+                      {"--partition", {"--executor", "slurm", "--partition", "debug"}},
+                      {"--time-limit", {"--executor", "slurm", "--time-limit", "30"}},
+                      {"--cpus-per-task", {"--executor", "slurm", "--cpus-per-task", "2"}},
+                      {"--recipes", {"--recipes", "{source}/recipes"}},
+                      {"--recipe", {"--recipe", "sim"}},
+                      {"--golden-al-dir", {"--golden-al-dir", "{source}/examples/demo/golden_al_distribution"}},
+                      {"--thresholds", {"--thresholds", "{source}/examples/demo/evals/thresholds.yaml"}},
+                      {"--gsm8k-dir", {"--gsm8k-dir", "{fixture}/gsm8k"}},
+                      {"--trace", {"--trace", "{source}/examples/demo/traces/demo_sessions.jsonl"}},
+                      {"--eval-limit", {"--eval-limit", "10"}},
+                      {"--agentic-duration", {"--agentic-duration", "30"}},
+                      {"--health-timeout", {"--health-timeout", "60"}},
+                      {"--step-timeout", {"--step-timeout", "600"}},
+                  }};
+  // run job: one small job of the simulator, start to end.
+  cases["run job"] = {.base = {"--spec", "{fixture}/job/job.json", "--dir", "{tmp}/job"},
+                      .samples = {
+                          {"--spec", {"--spec", "{fixture}/job/job.json"}},
+                          {"--dir", {"--dir", "{tmp}/other-job"}},
+                      }};
   cases["report table"] = {.base = {"{fixture}/result.json"},
                            .samples = {
                                {"files", {"{fixture}/result.json"}},
@@ -583,10 +638,11 @@ std::vector<std::string> split_path(const std::string& path) {
 // `base` without the options a run gives itself (the option under test, under any of its names,
 // and every option its sample names), each with its values: a run's value replaces the base's
 // rather than adding to it (a list option such as --config-files would take both).
-std::vector<std::string> without_options(const std::vector<std::string>& base, const std::vector<std::string>& sample,
+std::vector<std::string> without_options(const std::vector<std::string>& base, const Sample& sample,
                                          const std::vector<std::string>& option_names) {
   std::set<std::string> drop(option_names.begin(), option_names.end());
-  for (const auto& arg : sample)
+  drop.insert(sample.drops.begin(), sample.drops.end());
+  for (const auto& arg : sample.args)
     if (arg.starts_with("--")) drop.insert(arg);
   std::vector<std::string> kept;
   bool dropping = false;
@@ -622,6 +678,22 @@ std::optional<Sample> sample_for(const OptionInfo& option, const std::string& na
   return Sample{name, value};
 }
 
+// One fixed-length row of 64/8 tokens at conc 1 (as `ixbench sweep` prints it), and the spec of
+// the job running it (as `ixbench run` writes it).
+constexpr const char* kTinyRow =
+    R"({"image": "ixbench-sim", "model": "openai/gpt-oss-120b", "model-prefix": "gptoss", "precision": "fp4", )"
+    R"("framework": "sim", "runner": "h200", "isl": 64, "osl": 8, "tp": 1, "pp": 1, "dcp-size": 1, "pcp-size": 1, )"
+    R"("conc": 1, "max-model-len": 328, "ep": 1, "dp-attn": false, "spec-decoding": "none", "exp-name": )"
+    R"("gptoss_64_8", "disagg": false, "run-eval": false})";
+
+std::string tiny_job_spec(const std::string& recipes) {
+  return std::string(R"({"job": {"id": "tiny", "runner": "h200-sim_00", "runner_label": "h200"}, "row": )") + kTinyRow +
+         R"(, "settings": {"recipes_dir": ")" + recipes +
+         R"(", "recipe": "", "golden_al_dir": "", "thresholds": "", "gsm8k_dir": "", "trace": "", "eval_limit": 0, )"
+         R"("agentic_duration_s": 0, "health_timeout_s": 60, "step_timeout_s": 0, "prompts_per_conc": 10, )"
+         R"("warmups_per_conc": 2, "random_range_ratio": 0.8, "predict": false}})";
+}
+
 class CliOptions : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -633,6 +705,9 @@ class CliOptions : public ::testing::Test {
     write_text(dir_ / "result.json", kResult);
     std::filesystem::create_directories(dir_ / "gsm8k");
     write_text(dir_ / "gsm8k" / "test.jsonl", kGsm8kTest);
+    write_text(dir_ / "matrix.json", std::string("[") + kTinyRow + "]\n");
+    std::filesystem::create_directories(dir_ / "job");
+    write_text(dir_ / "job" / "job.json", tiny_job_spec(source_path("recipes")));
     vars_ = config_vars();
     vars_["fixture"] = dir_.string();
     vars_["source"] = source_path("");
@@ -672,7 +747,7 @@ TEST_F(CliOptions, EveryOptionOfEveryCommandParsesAndRunsCleanly) {
     run.label = label;
     for (const auto& arg : before) run.args.push_back(substitute(arg, vars));
     for (const auto& word : split_path(path)) run.args.push_back(word);
-    for (const auto& arg : without_options(command.base, sample.args, option_names))
+    for (const auto& arg : without_options(command.base, sample, option_names))
       run.args.push_back(substitute(arg, vars));
     for (const auto& arg : sample.args) run.args.push_back(substitute(arg, vars));
     run.input = sample.input.value_or(command.input);
