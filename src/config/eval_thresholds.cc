@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/file_io.h"
-#include "config/yaml_tree.h"
+#include "config/yaml_reader.h"
 
 namespace ix::config {
 
@@ -11,23 +11,19 @@ namespace {
 
 constexpr size_t kMaxThresholdsFileBytes = 4 * 1024 * 1024;
 
-std::unexpected<Error> error_at(std::string_view source, const YamlNode& node, std::string_view message) {
-  return fail(ErrorCode::kInvalidArgument,
-              fmt::format("{}:{}:{}: {}", source, node.mark.line, node.mark.column, message));
-}
-
 Result<std::map<std::string, double>> read_scores(std::string_view source, const YamlNode& node,
                                                   std::string_view where) {
   std::map<std::string, double> out;
   if (node.is_null()) return out;
-  if (!node.is_map()) return error_at(source, node, fmt::format("'{}' must map task names to minimum scores", where));
+  if (!node.is_map()) return yaml_error(source, node, fmt::format("'{}' must map task names to minimum scores", where));
   for (const auto& [key, value] : node.entries) {
     auto score = value.as_float();
     if (!score)
-      return error_at(
+      return yaml_error(
           source, value,
           fmt::format("{}.{}: the minimum score must be a number, got {}", where, key.scalar, value.describe()));
-    if (out.contains(key.scalar)) return error_at(source, key, fmt::format("{}.{} is given twice", where, key.scalar));
+    if (out.contains(key.scalar))
+      return yaml_error(source, key, fmt::format("{}.{} is given twice", where, key.scalar));
     out[key.scalar] = *score;
   }
   return out;
@@ -39,8 +35,8 @@ Result<EvalThresholds> parse_eval_thresholds(std::string_view text, std::string_
   auto root = parse_yaml(text, source_name);
   if (!root) return std::unexpected(root.error());
   if (!root->is_map())
-    return error_at(source_name, *root,
-                    fmt::format("the thresholds config must be a mapping, got {}", root->describe()));
+    return yaml_error(source_name, *root,
+                      fmt::format("the thresholds config must be a mapping, got {}", root->describe()));
   EvalThresholds out;
   out.source = std::string(source_name);
   const YamlNode* defaults = nullptr;
@@ -62,7 +58,7 @@ Result<EvalThresholds> parse_eval_thresholds(std::string_view text, std::string_
     out.defaults = std::move(*scores);
   }
   if (models != nullptr && !models->is_null()) {
-    if (!models->is_map()) return error_at(source_name, *models, "'models' must map model prefixes to task scores");
+    if (!models->is_map()) return yaml_error(source_name, *models, "'models' must map model prefixes to task scores");
     for (const auto& [prefix, tasks] : models->entries) {
       auto scores = read_scores(source_name, tasks, "models." + prefix.scalar);
       if (!scores) return std::unexpected(scores.error());

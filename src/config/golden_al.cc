@@ -5,33 +5,29 @@
 #include <set>
 
 #include "common/file_io.h"
+#include "config/yaml_reader.h"
 
 namespace ix::config {
 namespace {
 
-std::unexpected<Error> error_at(const std::filesystem::path& source, const YamlNode& node, std::string_view message) {
-  return fail(ErrorCode::kInvalidArgument,
-              fmt::format("{}:{}:{}: {}", source.string(), node.mark.line, node.mark.column, message));
-}
-
 Result<GoldenAlCurve> parse_curve(const std::filesystem::path& source, const std::string& where, const YamlNode& node) {
   if (!node.is_map())
-    return error_at(source, node,
-                    fmt::format("{} must map draft lengths to golden ALs (3: 2.49), got {}", where, node.describe()));
+    return yaml_error(source.string(), node,
+                      fmt::format("{} must map draft lengths to golden ALs (3: 2.49), got {}", where, node.describe()));
   GoldenAlCurve curve{.points = {}, .mark = node.mark, .present = true};
   std::set<int64_t> seen;
   for (const auto& [key, value] : node.entries) {
     const auto draft = key.as_int();
     if (!draft || *draft < 1)
-      return error_at(source, key,
-                      fmt::format("{}: '{}' is not a draft length (a whole number >= 1)", where, key.scalar));
+      return yaml_error(source.string(), key,
+                        fmt::format("{}: '{}' is not a draft length (a whole number >= 1)", where, key.scalar));
     if (!seen.insert(*draft).second)
-      return error_at(source, key, fmt::format("{}: draft length {} is given twice", where, *draft));
+      return yaml_error(source.string(), key, fmt::format("{}: draft length {} is given twice", where, *draft));
     const auto al = value.as_float();
     if (!al || *al < 1.0 || *al > static_cast<double>(*draft + 1))
-      return error_at(source, value,
-                      fmt::format("{}.{}: the golden AL must be a number in [1, {}] (draft length + 1), got {}", where,
-                                  *draft, *draft + 1, value.describe()));
+      return yaml_error(source.string(), value,
+                        fmt::format("{}.{}: the golden AL must be a number in [1, {}] (draft length + 1), got {}",
+                                    where, *draft, *draft + 1, value.describe()));
     curve.points.emplace_back(*draft, *al);
   }
   return curve;
@@ -40,13 +36,15 @@ Result<GoldenAlCurve> parse_curve(const std::filesystem::path& source, const std
 Result<GoldenAlModel> parse_model(const std::filesystem::path& source, const YamlNode& key, const YamlNode& node) {
   GoldenAlModel model{.name = key.scalar, .mark = key.mark, .thinking_on = {}, .thinking_off = {}};
   if (!node.is_map())
-    return error_at(source, node, fmt::format("'{}' must map thinking_on / thinking_off to curves", key.scalar));
+    return yaml_error(source.string(), node,
+                      fmt::format("'{}' must map thinking_on / thinking_off to curves", key.scalar));
   for (const auto& [mode, curve] : node.entries) {
     if (mode.scalar != "thinking_on" && mode.scalar != "thinking_off")
-      return error_at(source, mode,
-                      fmt::format("'{}': unknown key '{}' (thinking_on or thinking_off)", key.scalar, mode.scalar));
+      return yaml_error(source.string(), mode,
+                        fmt::format("'{}': unknown key '{}' (thinking_on or thinking_off)", key.scalar, mode.scalar));
     GoldenAlCurve& target = mode.scalar == "thinking_on" ? model.thinking_on : model.thinking_off;
-    if (target.present) return error_at(source, mode, fmt::format("'{}.{}' is given twice", key.scalar, mode.scalar));
+    if (target.present)
+      return yaml_error(source.string(), mode, fmt::format("'{}.{}' is given twice", key.scalar, mode.scalar));
     auto parsed = parse_curve(source, key.scalar + "." + mode.scalar, curve);
     if (!parsed) return std::unexpected(parsed.error());
     target = std::move(*parsed);
@@ -66,12 +64,13 @@ Result<GoldenAlFile> parse_golden_al(std::string_view text, const std::filesyste
   auto root = parse_yaml(text, source.string());
   if (!root) return std::unexpected(root.error());
   if (!root->is_map())
-    return error_at(source, *root, "a golden AL file maps models to {thinking_on|thinking_off: {draft length: AL}}");
+    return yaml_error(source.string(), *root,
+                      "a golden AL file maps models to {thinking_on|thinking_off: {draft length: AL}}");
   GoldenAlFile file{.path = source, .models = {}};
   std::set<std::string> seen;
   for (const auto& [key, value] : root->entries) {
     if (!seen.insert(key.scalar).second)
-      return error_at(source, key, fmt::format("model '{}' is given twice", key.scalar));
+      return yaml_error(source.string(), key, fmt::format("model '{}' is given twice", key.scalar));
     auto model = parse_model(source, key, value);
     if (!model) return std::unexpected(model.error());
     file.models.push_back(std::move(*model));

@@ -2,11 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <functional>
-#include <map>
-
 #include "common/file_io.h"
-#include "config/yaml_tree.h"
+#include "config/yaml_reader.h"
 
 namespace ix::config {
 
@@ -15,19 +12,12 @@ namespace {
 // Task YAMLs are a few kB; a larger file is not a task.
 constexpr size_t kMaxTaskFileBytes = 4 * 1024 * 1024;
 
-class TaskReader {
+// Keys are not checked for repeats: a task file's repeated key calls its handler again.
+class TaskReader : public YamlReader {
  public:
-  explicit TaskReader(std::string_view source) : source_(source) {}
+  explicit TaskReader(std::string_view source)
+      : YamlReader(std::string(source), unknown_key_message, RepeatedKeys::kAllow) {}
 
-  std::unexpected<Error> error(const YamlNode& node, std::string_view message) const {
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("{}:{}:{}: {}", source_, node.mark.line, node.mark.column, message));
-  }
-
-  Result<std::string> string(const YamlNode& node, std::string_view key) const {
-    if (!node.is_scalar()) return error(node, fmt::format("'{}' must be a string, got {}", key, node.describe()));
-    return node.scalar;
-  }
   Result<bool> boolean(const YamlNode& node, std::string_view key) const {
     if (auto value = node.as_bool()) return *value;
     return error(node, fmt::format("'{}' must be true or false, got {}", key, node.describe()));
@@ -56,34 +46,11 @@ class TaskReader {
     return out;
   }
 
-  // Calls handlers[key] for every entry of a mapping; a key without a handler is refused.
-  using Handler = std::function<Result<void>(const YamlNode&)>;
-  Result<void> each(const YamlNode& map, std::string_view what, const std::map<std::string, Handler>& handlers) const {
-    if (!map.is_map()) return error(map, fmt::format("{} must be a mapping, got {}", what, map.describe()));
-    for (const auto& [key, value] : map.entries) {
-      auto handler = handlers.find(key.scalar);
-      if (handler == handlers.end()) {
-        std::string known;
-        for (const auto& [name, unused] : handlers) known += (known.empty() ? "" : ", ") + name;
-        return error(key, fmt::format("{}: '{}' is not supported by ixbench's lm-eval task reader (known: {})", what,
-                                      key.scalar, known));
-      }
-      if (auto ok = handler->second(value); !ok) return ok;
-    }
-    return {};
-  }
-
  private:
-  std::string source_;
+  static std::string unknown_key_message(std::string_view what, std::string_view key, std::string_view known) {
+    return fmt::format("{}: '{}' is not supported by ixbench's lm-eval task reader (known: {})", what, key, known);
+  }
 };
-
-// Assigns the result of a reader call to `target`, or returns its error.
-#define IX_READ(target, expr)                                    \
-  do {                                                           \
-    auto read_value = (expr);                                    \
-    if (!read_value) return std::unexpected(read_value.error()); \
-    (target) = std::move(*read_value);                           \
-  } while (false)
 
 Result<LmEvalMetric> read_metric(const TaskReader& r, const YamlNode& node) {
   LmEvalMetric m;

@@ -3,32 +3,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
-#include <map>
 #include <set>
 
 #include "common/file_io.h"
 #include "common/strings.h"
+#include "config/yaml_reader.h"
 
 namespace ix::config {
 namespace {
 
 constexpr std::string_view kFormatHint = "see docs/recipes.md for the recipe format";
 
-class Reader {
+class Reader : public YamlReader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+  explicit Reader(std::string source) : YamlReader(std::move(source), unknown_key_message, RepeatedKeys::kRefuse) {}
 
-  std::unexpected<Error> error(const YamlNode& node, std::string_view message) const {
-    return fail(ErrorCode::kInvalidArgument,
-                fmt::format("{}:{}:{}: {}", source_, node.mark.line, node.mark.column, message));
-  }
-  Result<std::string> text(const YamlNode& node, std::string_view key) const {
-    if (!node.is_scalar()) return error(node, fmt::format("'{}' must be a string, got {}", key, node.describe()));
-    return node.scalar;
-  }
   Result<RecipeTemplate> templ(const YamlNode& node, std::string_view key) const {
-    auto value = text(node, key);
+    auto value = string(node, key);
     if (!value) return std::unexpected(value.error());
     return RecipeTemplate{std::move(*value), node.mark};
   }
@@ -37,34 +28,11 @@ class Reader {
   Result<GoldenAlSource> golden_al(const YamlNode& node) const;
   Result<RecipeModelEntry> model_entry(const YamlNode& key, const YamlNode& node) const;
 
-  // Calls handlers[key] for every entry of a mapping; unknown and repeated keys are refused.
-  using Handler = std::function<Result<void>(const YamlNode&)>;
-  Result<void> each(const YamlNode& map, std::string_view what, const std::map<std::string, Handler>& handlers) const {
-    if (!map.is_map()) return error(map, fmt::format("{} must be a mapping, got {}", what, map.describe()));
-    std::set<std::string> seen;
-    for (const auto& [key, value] : map.entries) {
-      if (!seen.insert(key.scalar).second) return error(key, fmt::format("{}: '{}' is given twice", what, key.scalar));
-      auto handler = handlers.find(key.scalar);
-      if (handler == handlers.end()) {
-        std::string known;
-        for (const auto& [name, unused] : handlers) known += (known.empty() ? "" : ", ") + name;
-        return error(key, fmt::format("{}: unknown key '{}' (known: {}; {})", what, key.scalar, known, kFormatHint));
-      }
-      if (auto ok = handler->second(value); !ok) return ok;
-    }
-    return {};
-  }
-
  private:
-  std::string source_;
+  static std::string unknown_key_message(std::string_view what, std::string_view key, std::string_view known) {
+    return fmt::format("{}: unknown key '{}' (known: {}; {})", what, key, known, kFormatHint);
+  }
 };
-
-#define IX_READ(target, expr)                                    \
-  do {                                                           \
-    auto read_value = (expr);                                    \
-    if (!read_value) return std::unexpected(read_value.error()); \
-    (target) = std::move(*read_value);                           \
-  } while (false)
 
 bool is_env_name(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
@@ -121,11 +89,11 @@ Result<GoldenAlSource> Reader::golden_al(const YamlNode& node) const {
   auto ok = each(node, "golden-al",
                  {{"file",
                    [&](const YamlNode& v) -> Result<void> {
-                     IX_READ(source.file, text(v, "file"));
+                     IX_READ(source.file, string(v, "file"));
                      return {};
                    }},
                   {"model", [&](const YamlNode& v) -> Result<void> {
-                     IX_READ(source.model, text(v, "model"));
+                     IX_READ(source.model, string(v, "model"));
                      return {};
                    }}});
   if (!ok) return std::unexpected(ok.error());
@@ -212,7 +180,7 @@ Result<void> read_frameworks(const Reader& r, const YamlNode& v, RecipeFile& fil
     return r.error(v, "'frameworks' must be a non-empty list of the rows' framework names");
   for (const auto& item : v.items) {
     std::string name;
-    IX_READ(name, r.text(item, "frameworks"));
+    IX_READ(name, r.string(item, "frameworks"));
     file.frameworks.push_back(std::move(name));
   }
   return {};
@@ -221,7 +189,7 @@ Result<void> read_frameworks(const Reader& r, const YamlNode& v, RecipeFile& fil
 Result<void> read_top(const Reader& r, const YamlNode& root, RecipeFile& file) {
   auto string_field = [&](std::string& target, const char* key) {
     return [&, key](const YamlNode& v) -> Result<void> {
-      IX_READ(target, r.text(v, key));
+      IX_READ(target, r.string(v, key));
       return {};
     };
   };
