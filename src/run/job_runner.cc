@@ -178,6 +178,9 @@ bool JobRun::step(const std::string& name, std::vector<std::string> argv, const 
     if (server_ && server_->exited()) return record(name, false, began, server_->death_report());
     return record(name, false, began, fmt::format("ran past its timeout ({:g} s) and was stopped", timeout_s));
   }
+  // The step may end first (a benchmark given --server-pid stops when the server is gone): a server
+  // that died during the step fails it, whatever the step's own exit says.
+  if (server_ && server_->exited()) return record(name, false, began, server_->death_report());
   if (!status->ok()) {
     std::string tail = tail_file(dir_ / (log + ".log"), 8);
     return record(name, false, began, fmt::format("{}; the last lines of {}.log:\n{}", status->describe(), log, tail));

@@ -254,6 +254,11 @@ void Sweep::on_finished(size_t index) {
     summary.failed_step = "job";
     std::string log = tail_file(dir / "job.log", 5);
     summary.message = status.error().message() + (log.empty() ? "" : "; job.log ends:\n" + log);
+    // Its folder was taken away (or a file put in its place): the job could not even write job.log.
+    std::error_code error;
+    if (!fs::is_directory(dir, error))
+      summary.message = fmt::format(
+          "the job folder {} is gone or not a folder: the job could not write its files there", dir.string());
   } else if (status->state != JobState::kSucceeded) {
     summary.outcome = status->state == JobState::kInterrupted ? JobOutcome::kInterrupted : JobOutcome::kFailed;
     summary.failed_step = status->failed_step;
@@ -344,6 +349,29 @@ Result<RunSummary> run_sweep(const RunOptions& options, Executor& executor, std:
   return Sweep(options, std::move(*folder), std::move(*db), progress).run(executor);
 }
 
+namespace {
+
+// A failed job's step and message: the first line, then the lines it quotes (a log's last lines:
+// where the reason is, "FAIL: gsm8k ... < 0.9") indented under it, at most the last 12.
+std::string failure_lines(const JobSummary& job) {
+  constexpr size_t kMaxQuoted = 12;
+  std::vector<std::string_view> lines;
+  std::string_view rest = job.message;
+  while (!rest.empty()) {
+    size_t end = rest.find('\n');
+    lines.push_back(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+  }
+  std::string out = fmt::format("{:<12} {}: {}\n", "", job.failed_step, lines.empty() ? "" : lines.front());
+  size_t first = lines.size() > kMaxQuoted + 1 ? lines.size() - kMaxQuoted : 1;
+  for (size_t i = first; i < lines.size(); ++i) {
+    if (!lines[i].empty()) out += fmt::format("{:<14} {}\n", "", lines[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string render_summary(const RunSummary& summary) {
   auto number = [](const std::optional<double>& v, const char* format) {
     return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
@@ -354,16 +382,15 @@ std::string render_summary(const RunSummary& summary) {
     out += fmt::format("{:<12} {:>13} {:>12} {:>11}  {}\n", job_outcome_name(job.outcome),
                        number(job.tput_per_gpu, "{:.1f}"), number(job.median_intvty, "{:.1f}"),
                        number(job.median_e2el, "{:.3f}"), job.id);
-    if (!job.failed_step.empty()) {
-      out += fmt::format("{:<12} {}: {}\n", "", job.failed_step, job.message.substr(0, job.message.find('\n')));
-    }
+    if (!job.failed_step.empty()) out += failure_lines(job);
   }
   out += fmt::format("\n{} jobs: {} succeeded, {} already stored, {} failed, {} interrupted, {} not run\n",
                      summary.jobs.size(), summary.count(JobOutcome::kSucceeded), summary.count(JobOutcome::kStored),
                      summary.count(JobOutcome::kFailed), summary.count(JobOutcome::kInterrupted),
                      summary.count(JobOutcome::kNotRun));
   out += fmt::format("run {} in {}\n", summary.run_id, summary.run_dir.string());
-  out += summary.report.empty() ? summary.report_note + "\n" : fmt::format("report: {}\n", summary.report.string());
+  if (!summary.report.empty()) out += fmt::format("report: {}\n", summary.report.string());
+  if (summary.report.empty() && !summary.report_note.empty()) out += summary.report_note + "\n";
   return out;
 }
 
