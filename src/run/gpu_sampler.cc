@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <string_view>
 
@@ -25,6 +26,15 @@ void drop_partial_last_row(const std::filesystem::path& csv) {
   std::filesystem::resize_file(csv, end == std::string::npos ? 0 : end + 1, error);
 }
 
+// CUDA_VISIBLE_DEVICES when it is a list of indices (as the local executor sets it).
+std::optional<std::string> visible_devices() {
+  const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  std::string_view text(value);
+  if (text.find_first_not_of("0123456789,") != std::string_view::npos) return std::nullopt;
+  return std::string(text);
+}
+
 }  // namespace
 
 std::optional<GpuSampler> GpuSampler::start(const std::filesystem::path& csv, std::string& note) {
@@ -33,6 +43,8 @@ std::optional<GpuSampler> GpuSampler::start(const std::filesystem::path& csv, st
   if (std::string nvidia = find_program("nvidia-smi"); !nvidia.empty()) {
     vendor = "nvidia";
     spec.argv = {nvidia, std::string("--query-gpu=") + kNvidiaGpuQuery, "--format=csv", "-l", "1"};
+    // A job given a share of the machine's GPUs (ixbench run --gpus) samples only those.
+    if (auto devices = visible_devices()) spec.argv.insert(spec.argv.end(), {"-i", *devices});
   } else if (!find_program("amd-smi").empty()) {
     vendor = "amd";
     spec.argv = {"bash", "-c",
@@ -57,8 +69,10 @@ void GpuSampler::stop() {
   child_.stop(5);
   drop_partial_last_row(csv_);
   if (vendor_ != "nvidia") return;
-  auto sample = run_subprocess({"nvidia-smi", std::string("--query-gpu=") + kNvidiaGpuQuery, "--format=csv,noheader"},
-                               {.timeout = std::chrono::seconds(30)});
+  std::vector<std::string> argv = {"nvidia-smi", std::string("--query-gpu=") + kNvidiaGpuQuery,
+                                   "--format=csv,noheader"};
+  if (auto devices = visible_devices()) argv.insert(argv.end(), {"-i", *devices});
+  auto sample = run_subprocess(argv, {.timeout = std::chrono::seconds(30)});
   if (sample && sample->succeeded() && !sample->out.empty()) {
     std::ofstream out(csv_, std::ios::app);
     out << sample->out;
