@@ -1,0 +1,51 @@
+#include "changelog/source.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "common/file_io.h"
+#include "common/subprocess.h"
+
+namespace ix::changelog {
+namespace {
+
+constexpr size_t kMaxChangelogBytes = size_t{64} << 20;
+
+std::string first_line(const std::string& text) {
+  const auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+// git's own words when it ran and failed, else why it could not run.
+Result<Source> read_git(const std::string& ref, const std::string& path_in_repo) {
+  const std::string spec = ref + ":" + path_in_repo;
+  auto result = run_subprocess({"git", "show", spec});
+  if (!result) return std::unexpected(result.error());
+  if (!result->succeeded()) {
+    const std::string why = first_line(result->err);
+    return fail(ErrorCode::kNotFound,
+                fmt::format("git show {} {}{}", spec, result->describe_end(), why.empty() ? "" : ": " + why));
+  }
+  return Source{spec, std::move(result->out)};
+}
+
+}  // namespace
+
+Result<Source> read_source(const std::string& value, const std::string& path_in_repo) {
+  std::error_code error;
+  if (std::filesystem::is_regular_file(value, error)) {
+    auto bytes = files::read_text_file(value, kMaxChangelogBytes, "a perf-changelog.yaml file");
+    if (!bytes) return std::unexpected(bytes.error());
+    return Source{value, std::move(*bytes)};
+  }
+  auto from_git = read_git(value, path_in_repo);
+  if (from_git) return from_git;
+  return fail(ErrorCode::kNotFound,
+              fmt::format("'{}' is neither a file (no regular file at that path) nor a git ref with {} in the current "
+                          "directory's repository ({}); pass an existing file or a ref such as origin/main",
+                          value, path_in_repo, from_git.error().message()));
+}
+
+}  // namespace ix::changelog
