@@ -88,8 +88,10 @@ class ChangeCheck {
     if (diff.first_other == 0 && same_count && head_lines_.count() == base_lines_.count()) {
       return corrections(diff.pr_link_lines);
     }
-    if (diff.first_other == 0 && same_count) {
-      add("pr-link-correction", head_lines_.count(), 1,
+    const bool pr_link_first =
+        !diff.pr_link_lines.empty() && (diff.first_other == 0 || diff.pr_link_lines.front() < diff.first_other);
+    if (same_count && pr_link_first && head_lines_.count() != base_lines_.count()) {
+      add("pr-link-correction", diff.pr_link_lines.front(), 1,
           fmt::format("{} has {} lines, {} has {}: a pr-link correction changes lines, it never adds or deletes them",
                       head_.label, head_lines_.count(), base_.label, base_lines_.count()),
           fmt::format("restore {}'s other bytes exactly and change only the pr-link line(s)", base_.label));
@@ -204,7 +206,8 @@ bool ChangeCheck::report_insertion(const Position& at) {
 void ChangeCheck::appended() {
   const size_t additions = head_entries_.size() - base_entries_.size();
   if (additions == 0) {
-    const auto at = head_lines_.position(base_.bytes.size());
+    const size_t text = head_.bytes.find_first_not_of('\n', base_.bytes.size());
+    const auto at = head_lines_.position(text == std::string::npos ? base_.bytes.size() : text);
     add("append-only", at.line, at.column,
         fmt::format("{} adds text after {}'s last byte but no entry: {}", head_.label, base_.label,
                     quote_line(head_lines_.line(at.line))),

@@ -100,7 +100,7 @@ void add_yaml_error(const Context& c, const std::string& message) {
       }
     }
   }
-  c.add("yaml-syntax", line, column, fmt::format("not valid YAML: {}", rest),
+  c.add("yaml-syntax", line, column, std::string(rest),
         "fix the YAML at this position (compare it with the entries around it)");
 }
 
