@@ -467,6 +467,14 @@ std::map<std::string, CommandCase> command_cases() {
                               {"file", {}},
                               {"--block-size", {"--block-size", "64"}},
                           }};
+  cases["changelog check"] = {.base = {"--base", "{source}/tests/data/changelog/small-append/base.yaml", "--head",
+                                       "{source}/tests/data/changelog/small-append/head.yaml"},
+                              .samples = {
+                                  {"--base", {"--base", "{source}/tests/data/changelog/small-append/base.yaml"}},
+                                  {"--head", {"--head", "{source}/tests/data/changelog/small-append/head.yaml"}},
+                                  {"--pr", {"--pr", "102"}},  // the appended entry links pull request 102
+                                  {"--repo-url", {"--repo-url", "https://github.com/SemiAnalysisAI/InferenceX"}},
+                              }};
   cases["validate"] = {.base = {"--config-files", "{master}", "--runner-config", "{runners}"},
                        .samples = {
                            {"--config-files", {"--config-files", "{master}"}},
