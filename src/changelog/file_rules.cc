@@ -13,6 +13,7 @@
 #include "changelog/entries.h"
 #include "changelog/lines.h"
 #include "common/utf8.h"
+#include "config/perf_changelog_yaml.h"
 #include "config/yaml_tree.h"
 
 namespace ix::changelog {
@@ -156,7 +157,7 @@ std::vector<Finding> check_file(const Source& file, std::vector<Entry>* entries)
   const Context c{file, lines, out};
   check_final_newline(c);
   if (!check_bytes(c)) return out;
-  auto root = config::parse_yaml(file.bytes, file.label);
+  auto root = config::parse_changelog_yaml(file.bytes, file.label);
   if (!root) {
     add_yaml_error(c, root.error().message());
     return out;
