@@ -324,8 +324,9 @@ CheckReport check_change(const Source& base, const Source& head, const CheckOpti
   CheckReport report;
   std::vector<Entry> base_entries;
   std::vector<Entry> head_entries;
-  report.findings = check_file(base, &base_entries);
-  auto head_findings = check_file(head, &head_entries);
+  report.findings = check_file(base, &base_entries, FileEnd::kNewline);
+  auto head_findings =
+      check_file(head, &head_entries, head.bytes == base.bytes ? FileEnd::kNewline : FileEnd::kExactlyOneNewline);
   report.findings.insert(report.findings.end(), head_findings.begin(), head_findings.end());
   report.base_entries = static_cast<int>(base_entries.size());
   report.head_entries = static_cast<int>(head_entries.size());

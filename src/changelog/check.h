@@ -62,8 +62,14 @@ struct Source {
 
 CheckReport check_change(const Source& base, const Source& head, const CheckOptions& options);
 
+// How a file may end: every file ends in "\n"; the file a change writes (head, when it differs
+// from base) in exactly one. A base that ends in "\n\n" is history (InferenceX's checker takes it,
+// and then wants the appended text to start with "- config-keys:").
+enum class FileEnd { kNewline, kExactlyOneNewline };
+
 // One file's own rules only; `entries` receives its entries when it passes.
-std::vector<Finding> check_file(const Source& file, std::vector<Entry>* entries);
+std::vector<Finding> check_file(const Source& file, std::vector<Entry>* entries,
+                                FileEnd end = FileEnd::kExactlyOneNewline);
 
 // "file:line:col: rule: message" and "  fix: ..." per finding, then a summary line
 // ("ok: N entries (K appended)" or "failed: N problem(s) ...").

@@ -37,7 +37,7 @@ struct Context {
   }
 };
 
-void check_final_newline(const Context& c) {
+void check_final_newline(const Context& c, FileEnd end) {
   const std::string& bytes = c.file.bytes;
   if (bytes.empty()) {
     c.add("final-newline", 0, 0, "the file is empty; it must hold entries and end in exactly one \"\\n\"",
@@ -52,7 +52,7 @@ void check_final_newline(const Context& c) {
   }
   const size_t last_text = bytes.find_last_not_of('\n');
   const size_t newlines = last_text == std::string::npos ? bytes.size() : bytes.size() - last_text - 1;
-  if (newlines < 2) return;
+  if (newlines < 2 || end == FileEnd::kNewline) return;
   c.add_at("final-newline", bytes.size() - newlines + 1,
            fmt::format("the file ends in {} newlines ({} blank line(s) after the last entry); it must end in exactly "
                        "one \"\\n\"",
@@ -151,11 +151,11 @@ void check_entry_lines(const Context& c, const YamlNode& root) {
 
 }  // namespace
 
-std::vector<Finding> check_file(const Source& file, std::vector<Entry>* entries) {
+std::vector<Finding> check_file(const Source& file, std::vector<Entry>* entries, FileEnd end) {
   std::vector<Finding> out;
   const Lines lines(file.bytes);
   const Context c{file, lines, out};
-  check_final_newline(c);
+  check_final_newline(c, end);
   if (!check_bytes(c)) return out;
   auto root = config::parse_changelog_yaml(file.bytes, file.label);
   if (!root) {
