@@ -1,7 +1,9 @@
 // Every case under tests/data/changelog/: base.yaml and head.yaml (or a file `real` naming a
 // mutation of InferenceX's real perf-changelog.yaml, see real_changelog.h), optional `args`
 // (--pr N, --repo-url U) and expected.txt, the exact text `changelog check` prints for it.
-// IXBENCH_REGENERATE_CHANGELOG_CASES=1 rewrites expected.txt from the output (review the diff).
+// IXBENCH_REGENERATE_CHANGELOG_CASES=1 rewrites expected.txt from the output (review the diff);
+// IXBENCH_CHANGELOG_CASES_DUMP=DIR writes each case's base.yaml and head.yaml under DIR/<case>/
+// (for tests/oracle/changelog_gate_oracle.py).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -68,6 +70,12 @@ TEST_P(ChangelogCase, PrintsExpectedText) {
   } else {
     base.bytes = read_whole_file(dir / "base.yaml");
     head.bytes = read_whole_file(dir / "head.yaml");
+  }
+  if (const char* dump = std::getenv("IXBENCH_CHANGELOG_CASES_DUMP")) {
+    const fs::path out = fs::path(dump) / dir.filename();
+    fs::create_directories(out);
+    std::ofstream(out / "base.yaml", std::ios::binary) << base.bytes;
+    std::ofstream(out / "head.yaml", std::ios::binary) << head.bytes;
   }
   const std::string actual = format_text(check_change(base, head, read_args(dir)));
   if (std::getenv("IXBENCH_REGENERATE_CHANGELOG_CASES") != nullptr) {
