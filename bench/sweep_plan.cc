@@ -17,28 +17,14 @@
 
 #include "config/master_config.h"
 #include "sweep/planner.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// CPU time of this thread: on a shared machine it moves far less than wall time when other
-// processes compete for the core.
-double thread_cpu_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
+using ix::bench_timing::Clock;
+using ix::bench_timing::median;
+using ix::bench_timing::ms_since;
+using ix::bench_timing::thread_cpu_ms;
 
 }  // namespace
 
