@@ -60,6 +60,7 @@ class JobRun {
   fs::path dir_;
   const std::atomic<bool>& stop_;
   JobStatus status_;
+  RecipeBook book_;  // loaded once, by prepare()
   ServerLaunch launch_;
   std::optional<EngineServer> server_;
   std::optional<GpuSampler> sampler_;
@@ -91,29 +92,19 @@ bool JobRun::prepare() {
     return record("prepare", false, began, ok.error().message());
   auto row = files::write_file(dir_ / "row.json", boost::json::serialize(sweep::to_json(job_.row)) + "\n");
   if (!row) return record("prepare", false, began, row.error().message());
+  auto book = load_recipe_book(spec_.settings.recipes_dir);
+  if (!book) return record("recipe", false, began, book.error().message());
+  book_ = std::move(*book);
   return render(job_.eval && !job_.throughput);
 }
 
 // Renders the server; `eval_server`: the one evals run against, never forced to the golden AL.
 bool JobRun::render(bool eval_server) {
   auto began = SteadyTime::now();
-  auto book = load_recipe_book(spec_.settings.recipes_dir);
-  if (!book) return record("recipe", false, began, book.error().message());
   auto port = free_local_port();
   if (!port) return record("recipe", false, began, port.error().message());
-  RecipeInputs inputs{.row = &job_.row,
-                      .conc = job_.concs.empty() ? 0 : job_.concs.front(),
-                      .runner = job_.runner,
-                      .hardware = job_.runner_label,
-                      .port = *port,
-                      .ixbench = self_executable(),
-                      .job_dir = dir_,
-                      .eval_run = eval_server,
-                      .golden_al_dir = spec_.settings.golden_al_dir,
-                      .recipe = spec_.settings.recipe,
-                      .evaluates = job_.eval,
-                      .gsm8k_dir = spec_.settings.gsm8k_dir};
-  auto launch = render_server(*book, inputs);
+  RecipeInputs inputs = recipe_inputs(job_, spec_.settings, *port, dir_, eval_server);
+  auto launch = render_server(book_, inputs);
   if (!launch) return record("recipe", false, began, launch.error().message());
   launch_ = std::move(*launch);
   for (const auto& [path, content] : launch_.files) {
@@ -356,21 +347,10 @@ std::vector<std::string> predict_argv(const std::vector<std::string>& serve) {
 // (<run>/predicted/<job-id>/agg_<stem>.json, stored as predicted).
 bool JobRun::predict_steps() {
   auto began = SteadyTime::now();
-  auto book = load_recipe_book(spec_.settings.recipes_dir);
-  if (!book) return record("predict", false, began, book.error().message());
-  RecipeInputs inputs{.row = &job_.row,
-                      .conc = job_.concs.front(),
-                      .runner = job_.runner,
-                      .hardware = job_.runner_label,
-                      .port = 1,
-                      .ixbench = self_executable(),
-                      .job_dir = dir_,
-                      .eval_run = false,
-                      .golden_al_dir = spec_.settings.golden_al_dir,
-                      .recipe = "sim",
-                      .evaluates = false,
-                      .gsm8k_dir = {}};
-  auto launch = render_server(*book, inputs);
+  RecipeInputs inputs = recipe_inputs(job_, spec_.settings, 1, dir_, false);
+  inputs.recipe = "sim";  // the job's engine, simulated
+  inputs.evaluates = false;
+  auto launch = render_server(book_, inputs);
   if (!launch) return record("predict", false, began, launch.error().message());
   const fs::path out = dir_.parent_path() / "predicted" / job_.id;
   std::error_code error;
@@ -442,6 +422,22 @@ std::string_view job_state_name(JobState state) {
     case JobState::kInterrupted: return "interrupted";
   }
   return "failed";
+}
+
+RecipeInputs recipe_inputs(const Job& job, const JobSettings& settings, int port, const fs::path& job_dir,
+                           bool eval_server) {
+  return {.row = &job.row,
+          .conc = job.concs.empty() ? 0 : job.concs.front(),
+          .runner = job.runner,
+          .hardware = job.runner_label,
+          .port = port,
+          .ixbench = self_executable(),
+          .job_dir = job_dir,
+          .eval_run = eval_server,
+          .golden_al_dir = settings.golden_al_dir,
+          .recipe = settings.recipe,
+          .evaluates = job.eval,
+          .gsm8k_dir = settings.gsm8k_dir};
 }
 
 JobStatus run_job(const JobSpec& spec, const fs::path& job_dir, const std::atomic<bool>& stop) {

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "run/job.h"
+#include "run/recipe.h"
 
 namespace ix::run {
 
@@ -39,6 +40,11 @@ struct JobStatus {
   std::string started_at, finished_at;
   std::vector<StepResult> steps;
 };
+
+// What the job's recipe is rendered with: its server on `port`, in `job_dir`. `eval_server`: the
+// server evals run against (never forced to the golden acceptance length).
+RecipeInputs recipe_inputs(const Job& job, const JobSettings& settings, int port, const std::filesystem::path& job_dir,
+                           bool eval_server);
 
 // Runs the job in `job_dir` (created if needed) and writes status.json there. `stop` (an
 // interrupted run) stops the current step and the server; the status then says interrupted.

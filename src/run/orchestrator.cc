@@ -400,18 +400,8 @@ Result<std::string> render_plan(const RunOptions& options) {
   std::string out;
   auto jobs = plan_jobs(options.rows, options.runners ? &*options.runners : nullptr);
   for (const auto& job : jobs) {
-    RecipeInputs inputs{&job.row,
-                        job.concs.empty() ? 0 : job.concs.front(),
-                        job.runner,
-                        job.runner_label,
-                        8000,
-                        self_executable(),
-                        options.out / "<run-id>" / job.id,
-                        job.eval && !job.throughput,
-                        options.settings.golden_al_dir,
-                        options.settings.recipe,
-                        job.eval,
-                        options.settings.gsm8k_dir};
+    RecipeInputs inputs =
+        recipe_inputs(job, options.settings, 8000, options.out / "<run-id>" / job.id, job.eval && !job.throughput);
     auto launch = render_server(*book, inputs);
     if (!launch) return fail(ErrorCode::kInvalidArgument, fmt::format("job {}: {}", job.id, launch.error().message()));
     out += fmt::format("{}\n  concurrencies:", job.id);
