@@ -35,21 +35,13 @@ constexpr char kAppended[] =
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 21;
-  std::filesystem::path shared;
-  if (const char* env = std::getenv("IXBENCH_SHARED_DIR")) shared = env;
-  if (shared.empty()) shared = std::filesystem::path(IXBENCH_SOURCE_DIR) / ".." / "shared";
-  for (int index = 1; index < argc; ++index) {
-    std::string arg = argv[index];
-    if (arg == "--runs" && index + 1 < argc) {
-      runs = std::max(1, std::atoi(argv[++index]));
-    } else if (arg == "--shared" && index + 1 < argc) {
-      shared = argv[++index];
-    } else {
-      fmt::print(stderr, "usage: bench_changelog_check [--runs N] [--shared DIR]\n");
-      return 2;
-    }
+  auto args = ix::bench_timing::parse_shared_data_args(argc, argv, IXBENCH_SOURCE_DIR);
+  if (!args) {
+    fmt::print(stderr, "usage: bench_changelog_check [--runs N] [--shared DIR]\n");
+    return 2;
   }
+  const int runs = args->runs;
+  const std::filesystem::path shared = args->shared;
   const auto path = shared / "data" / "inferencex" / "perf-changelog.yaml";
   std::ifstream in(path, std::ios::binary);
   if (!in) {

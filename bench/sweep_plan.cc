@@ -29,21 +29,13 @@ using ix::bench_timing::thread_cpu_ms;
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 21;
-  std::filesystem::path shared;
-  if (const char* env = std::getenv("IXBENCH_SHARED_DIR")) shared = env;
-  if (shared.empty()) shared = std::filesystem::path(IXBENCH_SOURCE_DIR) / ".." / "shared";
-  for (int index = 1; index < argc; ++index) {
-    std::string arg = argv[index];
-    if (arg == "--runs" && index + 1 < argc) {
-      runs = std::max(1, std::atoi(argv[++index]));
-    } else if (arg == "--shared" && index + 1 < argc) {
-      shared = argv[++index];
-    } else {
-      fmt::print(stderr, "usage: bench_sweep_plan [--runs N] [--shared DIR]\n");
-      return 2;
-    }
+  auto args = ix::bench_timing::parse_shared_data_args(argc, argv, IXBENCH_SOURCE_DIR);
+  if (!args) {
+    fmt::print(stderr, "usage: bench_sweep_plan [--runs N] [--shared DIR]\n");
+    return 2;
   }
+  const int runs = args->runs;
+  const std::filesystem::path shared = args->shared;
   std::filesystem::path data = shared / "data" / "inferencex";
   std::vector<std::filesystem::path> files{data / "nvidia-master.yaml", data / "amd-master.yaml"};
   std::filesystem::path runners = data / "runners.yaml";
