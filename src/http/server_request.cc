@@ -120,33 +120,11 @@ const std::string* ServerRequest::header(std::string_view lower_name) const {
   return nullptr;
 }
 
-ParseResult parse_request(std::string_view data, const RequestLimits& limits, ServerRequest& request) {
-  // Tolerate empty lines before the request line (RFC 9112 §2.2).
-  size_t skipped = 0;
-  while (skipped < data.size() && (data[skipped] == '\r' || data[skipped] == '\n')) ++skipped;
-  std::string_view input = data.substr(skipped);
+namespace {
 
-  size_t head_end = find_head_end(input);
-  if (head_end == std::string_view::npos) {
-    if (input.size() > limits.max_head_bytes) return error(431, "request header fields too large");
-    // A request line that is already clearly not HTTP fails early instead of waiting for a timeout.
-    size_t first_line = input.find('\n');
-    std::string_view line = input.substr(0, first_line == std::string_view::npos ? input.size() : first_line);
-    for (char c : line) {
-      if (c == '\0' || (static_cast<unsigned char>(c) < 0x20 && c != '\r' && c != '\t')) {
-        return error(400, "malformed request line");
-      }
-    }
-    return {};
-  }
-  if (head_end > limits.max_head_bytes) return error(431, "request header fields too large");
-
-  request = ServerRequest();
-  std::string_view head = input.substr(0, head_end);
-  size_t line_end = head.find('\n');
-  std::string_view request_line = trim(head.substr(0, line_end));
-
-  // method SP request-target SP HTTP-version
+// The request line (method SP request-target SP HTTP-version) into `request`; a failure's
+// ParseResult, else nullopt.
+std::optional<ParseResult> parse_request_line(std::string_view request_line, ServerRequest& request) {
   size_t sp1 = request_line.find(' ');
   size_t sp2 = sp1 == std::string_view::npos ? sp1 : request_line.find(' ', sp1 + 1);
   if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
@@ -182,13 +160,16 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
   request.path = std::string(path.substr(0, question));
   if (question != std::string_view::npos) request.query = std::string(path.substr(question + 1));
   request.version_minor = version[7] - '0';
+  return std::nullopt;
+}
 
-  // Header fields.
-  std::optional<uint64_t> content_length;
-  bool chunked = false;
+// The header fields after the request line (`head` from `pos`) into `request`, with the body's
+// framing: its Content-Length (`content_length`) or chunked (`chunked`). A failure's
+// ParseResult, else nullopt.
+std::optional<ParseResult> parse_header_fields(std::string_view head, size_t pos, ServerRequest& request,
+                                               std::optional<uint64_t>& content_length, bool& chunked) {
   bool connection_close = false;
   bool connection_keep_alive = false;
-  size_t pos = line_end + 1;
   while (pos < head.size()) {
     size_t end = head.find('\n', pos);
     std::string_view line = head.substr(pos, end - pos);
@@ -242,6 +223,41 @@ ParseResult parse_request(std::string_view data, const RequestLimits& limits, Se
   }
   if (chunked && content_length) return error(400, "both Content-Length and chunked Transfer-Encoding");
   request.keep_alive = request.version_minor >= 1 ? !connection_close : connection_keep_alive && !connection_close;
+  return std::nullopt;
+}
+
+}  // namespace
+
+ParseResult parse_request(std::string_view data, const RequestLimits& limits, ServerRequest& request) {
+  // Tolerate empty lines before the request line (RFC 9112 §2.2).
+  size_t skipped = 0;
+  while (skipped < data.size() && (data[skipped] == '\r' || data[skipped] == '\n')) ++skipped;
+  std::string_view input = data.substr(skipped);
+
+  size_t head_end = find_head_end(input);
+  if (head_end == std::string_view::npos) {
+    if (input.size() > limits.max_head_bytes) return error(431, "request header fields too large");
+    // A request line that is already clearly not HTTP fails early instead of waiting for a timeout.
+    size_t first_line = input.find('\n');
+    std::string_view line = input.substr(0, first_line == std::string_view::npos ? input.size() : first_line);
+    for (char c : line) {
+      if (c == '\0' || (static_cast<unsigned char>(c) < 0x20 && c != '\r' && c != '\t')) {
+        return error(400, "malformed request line");
+      }
+    }
+    return {};
+  }
+  if (head_end > limits.max_head_bytes) return error(431, "request header fields too large");
+
+  request = ServerRequest();
+  std::string_view head = input.substr(0, head_end);
+  size_t line_end = head.find('\n');
+  std::string_view request_line = trim(head.substr(0, line_end));
+
+  if (auto failed = parse_request_line(request_line, request)) return *failed;
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+  if (auto failed = parse_header_fields(head, line_end + 1, request, content_length, chunked)) return *failed;
 
   std::string_view rest = input.substr(head_end);
   ParseResult result;
