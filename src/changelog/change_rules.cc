@@ -215,6 +215,7 @@ void ChangeCheck::appended() {
     return;
   }
   report_.appended = static_cast<int>(additions);
+  report_.appended_entries.assign(head_entries_.end() - static_cast<std::ptrdiff_t>(additions), head_entries_.end());
   check_suffix_start();
   check_separators(additions);
   check_new_links(additions);

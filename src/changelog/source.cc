@@ -18,20 +18,29 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
-// git's own words when it ran and failed, else why it could not run.
 Result<Source> read_git(const std::string& ref, const std::string& path_in_repo) {
-  const std::string spec = ref + ":" + path_in_repo;
-  auto result = run_subprocess({"git", "show", spec});
+  auto bytes = read_at_ref(ref, path_in_repo);
+  if (!bytes) return std::unexpected(bytes.error());
+  return Source{ref + ":" + path_in_repo, std::move(*bytes)};
+}
+
+}  // namespace
+
+Result<std::string> read_at_ref(const std::string& ref, const std::string& path) {
+  const std::string spec = ref + ":" + path;
+  SubprocessOptions options;
+  options.max_output_bytes = kMaxChangelogBytes + 1;
+  auto result = run_subprocess({"git", "show", spec}, options);
   if (!result) return std::unexpected(result.error());
   if (!result->succeeded()) {
     const std::string why = first_line(result->err);
     return fail(ErrorCode::kNotFound,
                 fmt::format("git show {} {}{}", spec, result->describe_end(), why.empty() ? "" : ": " + why));
   }
-  return Source{spec, std::move(result->out)};
+  if (result->out.size() > kMaxChangelogBytes)
+    return fail(ErrorCode::kInvalidArgument, fmt::format("git show {}: more than {} MiB", spec, kMaxChangelogBytes >> 20));
+  return std::move(result->out);
 }
-
-}  // namespace
 
 Result<Source> read_source(const std::string& value, const std::string& path_in_repo) {
   std::error_code error;

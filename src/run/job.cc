@@ -34,7 +34,9 @@ Job make_job(const sweep::SweepRow& row, const config::RunnerConfig* runners) {
   job.concs = row.conc;
   job.runner_label = label_of(row, runners);
   job.runner = concrete_runner(row, job.runner_label, runners);
-  job.fingerprint = sweep::recipe_fingerprint(row);
+  // A row `plan` stamped keeps its stamp: the planner fingerprinted the generator's row, which
+  // the matrix it prints no longer spells byte for byte.
+  job.fingerprint = row.stamped_fingerprint.empty() ? sweep::recipe_fingerprint(row) : row.stamped_fingerprint;
   for (int64_t conc : job.concs) job.stems.push_back(sweep::result_file_stem(row, conc, job.runner, job.fingerprint));
   job.id = job.stems.empty() ? row.exp_name : job.stems.front();
   job.throughput = !row.eval_only;

@@ -22,7 +22,8 @@ using config::WorkerKey;
 
 // The keys of a row: those every kind has, then each kind's own (sweep_row.h's table).
 constexpr std::string_view kCommonKeys[] = {"image",  "model",         "model-prefix", "precision", "framework",
-                                            "runner", "spec-decoding", "exp-name",     "router",    "eval-only"};
+                                            "runner", "spec-decoding", "exp-name",     "router",    "eval-only",
+                                            "recipe-fingerprint"};
 constexpr std::string_view kSingleNodeFixedKeys[] = {"isl",  "osl",           "tp", "pp",      "dcp-size", "pcp-size",
                                                      "conc", "max-model-len", "ep", "dp-attn", "disagg",   "run-eval"};
 constexpr std::string_view kMultiNodeFixedKeys[] = {
@@ -237,6 +238,11 @@ void read_common(Reader& reader, SweepRow& row) {
   row.exp_name = reader.need<std::string>("exp-name");
   row.router = read_component(reader, "router");
   row.eval_only = reader.maybe<bool>("eval-only").value_or(false);
+  row.stamped_fingerprint = reader.maybe<std::string>("recipe-fingerprint").value_or("");
+  const auto& stamp = row.stamped_fingerprint;
+  if (reader.object().contains("recipe-fingerprint") &&
+      (stamp.size() != 64 || stamp.find_first_not_of("0123456789abcdef") != std::string::npos))
+    reader.note(fmt::format("\"recipe-fingerprint\" must be 64 lowercase hex digits (a SHA-256), got \"{}\"", stamp));
 }
 
 // isl, osl and the derived max-model-len of fixed-seq-len rows.

@@ -10,7 +10,8 @@
 //     the expected type: `matrix.json: row 3: "tp" must be an integer, got "8"`;
 //   - spec-decoding and kv-offloading must be one of their names; multi-node `conc` a non-empty
 //     list of integers; `max-model-len` (derived) must equal isl + osl + 256.
-// Optional keys: router, eval-only on every kind; kv-p2p-transfer, eval-conc on multi-node rows;
+// Optional keys: router, eval-only, recipe-fingerprint (64 lowercase hex digits) on every kind;
+// kv-p2p-transfer, eval-conc on multi-node rows;
 // eval-all-concs on multi-node fixed rows; kv-offload-backend and run-eval on agentic rows.
 //
 // What the renderer keeps from the text is recovered: a worker's key order (Worker::key_order, all

@@ -294,6 +294,7 @@ void visit_row(Sink& sink, const SweepRow& row) {
       break;
   }
   if (row.eval_only) field(sink, "eval-only", true);
+  if (!row.stamped_fingerprint.empty()) field(sink, "recipe-fingerprint", std::string_view(row.stamped_fingerprint));
   sink.end_object();
 }
 
@@ -380,7 +381,7 @@ std::string canonical_json(const SweepRow& row, std::span<const std::string_view
 }
 
 std::string recipe_fingerprint(const SweepRow& row) {
-  static constexpr std::string_view kExcluded[] = {"conc", "exp-name"};
+  static constexpr std::string_view kExcluded[] = {"conc", "exp-name", "recipe-fingerprint"};
   return sha256_hex(canonical_json(row, kExcluded));
 }
 

@@ -5,7 +5,7 @@
 // same order, with the same value types (multi-node `conc` is a list), so existing workflows,
 // Slurm arrays and dashboards consume ixbench matrices unchanged.
 //
-// Key order per kind ([..] = only when set):
+// Key order per kind ([..] = only when set; every kind ends in [recipe-fingerprint]):
 //   single-node fixed:   image model model-prefix precision framework runner isl osl tp pp dcp-size
 //                        pcp-size conc max-model-len ep dp-attn spec-decoding exp-name disagg run-eval
 //                        [router] [eval-only]
@@ -77,6 +77,9 @@ struct SweepRow {
   std::optional<int64_t> eval_conc;
   bool eval_all_concs = false;
   bool eval_only = false;
+  // The recipe fingerprint `plan` stamped on the row (64 lowercase hex digits); empty when unstamped.
+  // Printed last, after every other key, as InferenceX's changelog planner adds it.
+  std::string stamped_fingerprint;
 
   bool is_multinode() const { return kind == RowKind::kMultiNodeFixed || kind == RowKind::kMultiNodeAgentic; }
   bool is_agentic() const { return kind == RowKind::kSingleNodeAgentic || kind == RowKind::kMultiNodeAgentic; }
@@ -95,7 +98,8 @@ std::string render_matrix(std::span<const SweepRow> rows);
 // the top-level keys in `excluded` left out.
 std::string canonical_json(const SweepRow& row, std::span<const std::string_view> excluded);
 
-// Recipe fingerprint: lowercase hex SHA-256 of canonical_json(row) without `conc` and `exp-name`,
+// Recipe fingerprint: lowercase hex SHA-256 of canonical_json(row) without `conc`, `exp-name` and
+// `recipe-fingerprint`,
 // so every concurrency of one recipe shares it and any recipe change (image, topology, flags,
 // runner, eval marking) changes it. Stamped by `plan`, checked by `run`.
 std::string recipe_fingerprint(const SweepRow& row);
