@@ -253,7 +253,10 @@ Result<Plan> plan_entries(const std::vector<Entry>& entries, const ConfigSnapsho
                             options.changelog_label));
   if (auto mode = check_mode(entries, options); !mode) return std::unexpected(mode.error());
   const bool append_only = needs_base_configs(entries);
-  if (append_only && !base) return fail(ErrorCode::kInvalidArgument, "append-only planning needs the base configs");
+  if (append_only && !base)
+    return fail(ErrorCode::kInvalidArgument,
+                "append-only entries compare the configs at the base revision with the head's: give --base as a git "
+                "ref (e.g. origin/main), not a file");
 
   std::vector<std::pair<const Entry*, std::vector<std::string>>> resolved;
   for (const auto& entry : entries) {

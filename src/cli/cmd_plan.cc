@@ -91,11 +91,8 @@ int run_plan(const PlanFlags& flags) {
   std::string label;
   auto entries = appended_entries(flags, label);
   if (!entries) return report_error(entries.error());
-  const bool append_only = changelog::needs_base_configs(*entries);
-  if (append_only && fs::is_regular_file(flags.base))
-    return report_error(Error(ErrorCode::kInvalidArgument,
-                              "append-only entries compare the configs at --base with the working tree's, so --base "
-                              "must be a git ref (e.g. origin/main), not a file"));
+  // Append-only entries compare the configs at --base with the working tree's: --base must be a ref.
+  const bool append_only = changelog::needs_base_configs(*entries) && !fs::is_regular_file(flags.base);
   auto head = snapshot(flags, nullptr, append_only);
   if (!head) return report_error(head.error());
   std::optional<changelog::ConfigSnapshot> base;

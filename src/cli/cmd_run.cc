@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "changelog/plan.h"
 #include "cli/command.h"
 #include "cli/sweep_flags.h"
 #include "cli/version.h"
@@ -35,6 +36,7 @@ namespace fs = std::filesystem;
 struct RunFlags {
   SweepFlags sweep;
   std::string jobs_from;
+  std::string plan;
   std::string db = store::kDefaultStoreLocation;
   std::string out = "ixbench-runs";
   std::string resume;
@@ -79,14 +81,16 @@ bool has_full_sweep_filter(const SweepFlags& f) {
 // The rows: from --jobs-from, or planned as `sweep test-config` (with --config-keys) or
 // `sweep full-sweep` plans them. Sets `runners` when runners.yaml was read.
 Result<std::vector<sweep::SweepRow>> plan_rows(const RunFlags& flags, std::optional<config::RunnerConfig>& runners) {
-  if (!flags.jobs_from.empty()) {
-    auto text = files::read_text_file(flags.jobs_from, files::kMaxResultFileBytes, "a job matrix (JSON)");
+  if (!flags.jobs_from.empty() || !flags.plan.empty()) {
+    const std::string& file = flags.plan.empty() ? flags.jobs_from : flags.plan;
+    auto text = files::read_text_file(file, files::kMaxResultFileBytes,
+                                      flags.plan.empty() ? "a job matrix (JSON)" : "a plan (ixbench plan --format matrix)");
     if (!text) return fail(text.error());
     if (fs::exists(flags.sweep.runner_config)) {
       auto loaded = config::load_configs({}, flags.sweep.runner_config);
       if (loaded) runners = loaded->runners;
     }
-    return sweep::matrix_from_json(*text, flags.jobs_from);
+    return flags.plan.empty() ? sweep::matrix_from_json(*text, file) : changelog::plan_rows_from_json(*text, file);
   }
   bool full = flags.sweep.config_keys.empty();
   auto options = sweep_options(flags.sweep, full);
@@ -101,9 +105,9 @@ Result<std::vector<sweep::SweepRow>> plan_rows(const RunFlags& flags, std::optio
 
 std::optional<std::string> check_flags(const RunFlags& flags) {
   const auto& s = flags.sweep;
-  if (flags.jobs_from.empty() && s.config_files.empty())
-    return "give --config-files (master configs) or --jobs-from (a matrix)";
-  if (!flags.jobs_from.empty() && !s.config_files.empty()) return "--jobs-from and --config-files exclude each other";
+  const int sources = !flags.jobs_from.empty() + !flags.plan.empty() + !s.config_files.empty();
+  if (sources == 0) return "give --config-files (master configs), --jobs-from (a matrix) or --plan (ixbench plan's matrix)";
+  if (sources > 1) return "--config-files, --jobs-from and --plan exclude each other: give one";
   if (!s.config_keys.empty() && has_full_sweep_filter(s)) {
     return "--config-keys selects configs as `sweep test-config` does; the full-sweep filters (--model-prefix, "
            "--precision, --framework, --runner-type, --step-size, --min/max-conc, --max-tp, --max-ep, "
@@ -178,6 +182,7 @@ int run_run(const RunFlags& flags) {
   options.ixbench_version = fmt::format("{} ({})", version_string(), git_hash());
   for (const auto& file : flags.sweep.config_files) options.inputs.emplace_back(file);
   if (!flags.jobs_from.empty()) options.inputs.emplace_back(flags.jobs_from);
+  if (!flags.plan.empty()) options.inputs.emplace_back(flags.plan);
   if (fs::exists(flags.sweep.runner_config)) options.inputs.emplace_back(flags.sweep.runner_config);
   if (flags.dry_run) {
     auto plan = run::render_plan(options);
@@ -243,6 +248,9 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   add_test_config_flags(cmd, flags->sweep, false);
   cmd->add_option("--jobs-from", flags->jobs_from,
                   "a job matrix (JSON, as `ixbench sweep` prints it) instead of configs");
+  cmd->add_option("--plan", flags->plan,
+                  "a changelog plan (`ixbench plan --format matrix`, or process_changelog.py's output): every "
+                  "benchmark and eval row, with its stamped recipe fingerprint");
   cmd->add_option("--db", flags->db, "results store: a SQLite file or postgresql://...")->capture_default_str();
   cmd->add_option("--out", flags->out, "folder of runs (<out>/<run-id>/<job>/)")->capture_default_str();
   cmd->add_option("--resume", flags->resume, "resume this run: skip jobs stored, rerun failed and unfinished ones");

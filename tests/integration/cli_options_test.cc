@@ -346,6 +346,7 @@ std::map<std::string, CommandCase> command_cases() {
                       {"--config-keys", {"--config-keys", "gptoss*"}},
                       {"--conc", {"--config-keys", "gptoss*", "--conc", "4"}},
                       {"--jobs-from", dropping({"--jobs-from", "{fixture}/matrix.json"}, {"--config-files"})},
+                      {"--plan", dropping({"--plan", "{fixture}/plan.json"}, {"--config-files"})},
                       {"--db", {"--db", "sqlite:{tmp}/other.db"}},
                       {"--out", {"--out", "{tmp}/other-runs"}},
                       {"--resume", {"--resume", "run-20261203-000000"}},
@@ -475,6 +476,21 @@ std::map<std::string, CommandCase> command_cases() {
                                   {"--pr", {"--pr", "102"}},  // the appended entry links pull request 102
                                   {"--repo-url", {"--repo-url", "https://github.com/SemiAnalysisAI/InferenceX"}},
                               }};
+  const std::string plan_files = "{source}/tests/data/plan/";
+  cases["plan"] = {.base = {"--base", plan_files + "base.yaml", "--head", plan_files + "head.yaml", "--config-files",
+                            "{source}/examples/demo/configs/sim-master.yaml", "--runner-config",
+                            "{source}/examples/demo/configs/runners.yaml"},
+                   .samples = {
+                       {"--base", {"--base", plan_files + "base.yaml"}},
+                       {"--head", {"--head", plan_files + "head.yaml"}},
+                       {"--path", {"--path", "configs/perf-changelog.yaml"}},  // only read for git refs
+                       {"--config-files", {"--config-files", "{source}/examples/demo/configs/sim-master.yaml"}},
+                       {"--runner-config", {"--runner-config", "{source}/examples/demo/configs/runners.yaml"}},
+                       {"--trim-conc", {"--trim-conc"}},
+                       {"--all-evals", {"--all-evals"}},
+                       {"--evals-only", {"--evals-only"}},
+                       {"--format", {"--format", "matrix"}},
+                   }};
   cases["validate"] = {.base = {"--config-files", "{master}", "--runner-config", "{runners}"},
                        .samples = {
                            {"--config-files", {"--config-files", "{master}"}},
@@ -714,6 +730,7 @@ class CliOptions : public ::testing::Test {
     std::filesystem::create_directories(dir_ / "gsm8k");
     write_text(dir_ / "gsm8k" / "test.jsonl", kGsm8kTest);
     write_text(dir_ / "matrix.json", std::string("[") + kTinyRow + "]\n");
+    write_text(dir_ / "plan.json", std::string(R"({"single_node":{"1k1k":[)") + kTinyRow + "]}}\n");
     std::filesystem::create_directories(dir_ / "job");
     write_text(dir_ / "job" / "job.json", tiny_job_spec(source_path("recipes")));
     vars_ = config_vars();
