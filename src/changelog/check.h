@@ -50,7 +50,7 @@ struct CheckReport {
   int base_entries = 0;
   int head_entries = 0;
   int appended = 0;
-  int corrections = 0;  // historical pr-link lines changed to a canonical link
+  int corrections = 0;                  // historical pr-link lines changed to a canonical link
   std::vector<Entry> appended_entries;  // head's entries after base's, in file order
   bool ok() const { return findings.empty(); }
 };

@@ -51,9 +51,9 @@ Result<ConfigSnapshot> load_snapshot(std::string label, const std::vector<NamedT
                                      const NamedText& runner_file, bool with_trees);
 
 struct PlanOptions {
-  bool trim_conc = false;   // one concurrency per recipe (the lowest)
-  bool all_evals = false;   // every entry expands its eval selection
-  bool evals_only = false;  // no benchmark rows for any entry
+  bool trim_conc = false;       // one concurrency per recipe (the lowest)
+  bool all_evals = false;       // every entry expands its eval selection
+  bool evals_only = false;      // no benchmark rows for any entry
   std::string changelog_label;  // where the entries are, for messages ("perf-changelog.yaml")
   std::string base_ref;         // as given; echoed in the matrix's changelog_metadata
   std::string head_ref;

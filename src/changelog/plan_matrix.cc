@@ -29,39 +29,124 @@ struct Field {
 const bj::value kFalse(false);
 
 std::vector<Field> single_node_fixed() {
-  return {{"image"}, {"model"}, {"model-prefix"}, {"precision"}, {"framework"}, {"spec-decoding"},
-          {"runner"}, {"isl"}, {"osl"}, {"tp"}, {"pp"}, {"dcp-size"}, {"pcp-size"}, {"ep"}, {"dp-attn"},
-          {"conc"}, {"max-model-len"}, {"exp-name"}, {"disagg"}, {"run-eval"}, {"eval-only", kFalse},
-          {"router"}, {"recipe-fingerprint"}};
+  return {{"image"},
+          {"model"},
+          {"model-prefix"},
+          {"precision"},
+          {"framework"},
+          {"spec-decoding"},
+          {"runner"},
+          {"isl"},
+          {"osl"},
+          {"tp"},
+          {"pp"},
+          {"dcp-size"},
+          {"pcp-size"},
+          {"ep"},
+          {"dp-attn"},
+          {"conc"},
+          {"max-model-len"},
+          {"exp-name"},
+          {"disagg"},
+          {"run-eval"},
+          {"eval-only", kFalse},
+          {"router"},
+          {"recipe-fingerprint"}};
 }
 
 std::vector<Field> multi_node_fixed() {
-  return {{"image"}, {"model"}, {"model-prefix"}, {"precision"}, {"framework"}, {"spec-decoding"},
-          {"runner"}, {"isl"}, {"osl"}, {"prefill"}, {"decode"}, {"conc"}, {"max-model-len"}, {"exp-name"},
-          {"disagg"}, {"run-eval"}, {"eval-only", kFalse}, {"eval-conc"}, {"eval-all-concs", kFalse},
-          {"router"}, {"kv-p2p-transfer"}, {"recipe-fingerprint"}};
+  return {{"image"},
+          {"model"},
+          {"model-prefix"},
+          {"precision"},
+          {"framework"},
+          {"spec-decoding"},
+          {"runner"},
+          {"isl"},
+          {"osl"},
+          {"prefill"},
+          {"decode"},
+          {"conc"},
+          {"max-model-len"},
+          {"exp-name"},
+          {"disagg"},
+          {"run-eval"},
+          {"eval-only", kFalse},
+          {"eval-conc"},
+          {"eval-all-concs", kFalse},
+          {"router"},
+          {"kv-p2p-transfer"},
+          {"recipe-fingerprint"}};
 }
 
 std::vector<Field> single_node_agentic() {
-  return {{"image"}, {"model"}, {"model-prefix"}, {"precision"}, {"framework"}, {"runner"}, {"tp"}, {"pp"},
-          {"dcp-size"}, {"pcp-size"}, {"ep"}, {"dp-attn"}, {"spec-decoding", bj::value("none")}, {"conc"},
-          {"kv-offloading"}, {"kv-offload-backend"}, {"router"}, {"total-cpu-dram-gb"}, {"duration"},
-          {"exp-name"}, {"scenario-type"}, {"run-eval"}, {"eval-only"}, {"recipe-fingerprint"}};
+  return {{"image"},
+          {"model"},
+          {"model-prefix"},
+          {"precision"},
+          {"framework"},
+          {"runner"},
+          {"tp"},
+          {"pp"},
+          {"dcp-size"},
+          {"pcp-size"},
+          {"ep"},
+          {"dp-attn"},
+          {"spec-decoding", bj::value("none")},
+          {"conc"},
+          {"kv-offloading"},
+          {"kv-offload-backend"},
+          {"router"},
+          {"total-cpu-dram-gb"},
+          {"duration"},
+          {"exp-name"},
+          {"scenario-type"},
+          {"run-eval"},
+          {"eval-only"},
+          {"recipe-fingerprint"}};
 }
 
 std::vector<Field> multi_node_agentic() {
-  return {{"image"}, {"model"}, {"model-prefix"}, {"precision"}, {"framework"}, {"spec-decoding"},
-          {"runner"}, {"prefill"}, {"decode"}, {"conc"}, {"kv-offloading"}, {"kv-offload-backend"},
-          {"router"}, {"kv-p2p-transfer"}, {"total-cpu-dram-gb"}, {"duration"}, {"exp-name"}, {"disagg"},
-          {"scenario-type"}, {"run-eval"}, {"eval-only"}, {"eval-conc"}, {"recipe-fingerprint"}};
+  return {{"image"},
+          {"model"},
+          {"model-prefix"},
+          {"precision"},
+          {"framework"},
+          {"spec-decoding"},
+          {"runner"},
+          {"prefill"},
+          {"decode"},
+          {"conc"},
+          {"kv-offloading"},
+          {"kv-offload-backend"},
+          {"router"},
+          {"kv-p2p-transfer"},
+          {"total-cpu-dram-gb"},
+          {"duration"},
+          {"exp-name"},
+          {"disagg"},
+          {"scenario-type"},
+          {"run-eval"},
+          {"eval-only"},
+          {"eval-conc"},
+          {"recipe-fingerprint"}};
 }
 
 std::vector<Field> worker_fields() {
-  return {{"num-worker"}, {"tp"}, {"pp", bj::value(1)}, {"dcp-size", bj::value(1)}, {"pcp-size", bj::value(1)},
-          {"ep"}, {"dp-attn"}, {"hardware"}, {"additional-settings", bj::array()}};
+  return {{"num-worker"},
+          {"tp"},
+          {"pp", bj::value(1)},
+          {"dcp-size", bj::value(1)},
+          {"pcp-size", bj::value(1)},
+          {"ep"},
+          {"dp-attn"},
+          {"hardware"},
+          {"additional-settings", bj::array()}};
 }
 
-std::vector<Field> component_fields() { return {{"name"}, {"version"}}; }
+std::vector<Field> component_fields() {
+  return {{"name"}, {"version"}};
+}
 
 bj::object in_model_order(const bj::object& from, const std::vector<Field>& fields);
 
@@ -90,19 +175,17 @@ const std::vector<Field>& fields_of(RowKind kind) {
   static const auto kSingleAgentic = single_node_agentic();
   static const auto kMultiAgentic = multi_node_agentic();
   switch (kind) {
-    case RowKind::kSingleNodeFixed:
-      return kSingleFixed;
-    case RowKind::kMultiNodeFixed:
-      return kMultiFixed;
-    case RowKind::kSingleNodeAgentic:
-      return kSingleAgentic;
-    case RowKind::kMultiNodeAgentic:
-      break;
+    case RowKind::kSingleNodeFixed: return kSingleFixed;
+    case RowKind::kMultiNodeFixed: return kMultiFixed;
+    case RowKind::kSingleNodeAgentic: return kSingleAgentic;
+    case RowKind::kMultiNodeAgentic: break;
   }
   return kMultiAgentic;
 }
 
-bj::value matrix_entry(const SweepRow& row) { return in_model_order(sweep::to_json(row), fields_of(row.kind)); }
+bj::value matrix_entry(const SweepRow& row) {
+  return in_model_order(sweep::to_json(row), fields_of(row.kind));
+}
 
 bj::array matrix_entries(std::span<const SweepRow> rows) {
   bj::array out;
@@ -152,8 +235,8 @@ void append_rows(std::string& out, std::string_view title, std::span<const Sweep
   out += fmt::format("{} ({} row{})\n", title, rows.size(), rows.size() == 1 ? "" : "s");
   for (const auto& row : rows) {
     const std::string_view spec = config::spec_decoding_name(row.spec_decoding);
-    out += fmt::format("  {:<40} conc {:<10} {:<16} {:<32} spec {:<6} {}\n", row.exp_name, conc_text(row),
-                       row.runner, topology_text(row), spec,
+    out += fmt::format("  {:<40} conc {:<10} {:<16} {:<32} spec {:<6} {}\n", row.exp_name, conc_text(row), row.runner,
+                       topology_text(row), spec,
                        row.stamped_fingerprint.empty() ? "" : "recipe " + row.stamped_fingerprint.substr(0, 16));
   }
 }
@@ -185,7 +268,8 @@ std::string render_plan_matrix(const Plan& plan) {
   out["multinode_agentic_evals"] = matrix_entries(plan.multinode_agentic_evals);
   bj::array entries;
   for (const auto& entry : plan.entries) entries.push_back(entry_json(entry));
-  out["changelog_metadata"] = bj::object{{"base_ref", plan.base_ref}, {"head_ref", plan.head_ref}, {"entries", entries}};
+  out["changelog_metadata"] =
+      bj::object{{"base_ref", plan.base_ref}, {"head_ref", plan.head_ref}, {"entries", entries}};
   return bj::serialize(out) + "\n";
 }
 
@@ -219,7 +303,8 @@ Result<std::vector<SweepRow>> plan_rows_from_json(std::string_view text, std::st
     if (!buckets->is_object())
       return fail(ErrorCode::kInvalidArgument, fmt::format("{}: {} must be an object of buckets", file_name, node));
     for (const auto& bucket : buckets->get_object()) {
-      if (auto read = read_rows(bucket.value(), file_name, fmt::format("{}.{}", node, std::string_view(bucket.key())), rows);
+      if (auto read =
+              read_rows(bucket.value(), file_name, fmt::format("{}.{}", node, std::string_view(bucket.key())), rows);
           !read)
         return std::unexpected(read.error());
     }
@@ -227,12 +312,12 @@ Result<std::vector<SweepRow>> plan_rows_from_json(std::string_view text, std::st
   for (std::string_view bucket : {"evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals"}) {
     const bj::value* value = plan.if_contains(bucket);
     if (!value) continue;
-    if (auto read = read_rows(*value, file_name, std::string(bucket), rows); !read) return std::unexpected(read.error());
+    if (auto read = read_rows(*value, file_name, std::string(bucket), rows); !read)
+      return std::unexpected(read.error());
   }
   for (const auto& member : plan) {
-    static constexpr std::string_view kKnown[] = {"single_node",     "multi_node",
-                                                  "evals",           "agentic_evals",
-                                                  "multinode_evals", "multinode_agentic_evals",
+    static constexpr std::string_view kKnown[] = {"single_node",       "multi_node",      "evals",
+                                                  "agentic_evals",     "multinode_evals", "multinode_agentic_evals",
                                                   "changelog_metadata"};
     if (std::find(std::begin(kKnown), std::end(kKnown), std::string_view(member.key())) == std::end(kKnown))
       return fail(ErrorCode::kInvalidArgument,
@@ -241,7 +326,8 @@ Result<std::vector<SweepRow>> plan_rows_from_json(std::string_view text, std::st
                               file_name, std::string_view(member.key())));
   }
   if (rows.empty())
-    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: the plan has no rows, so there is nothing to run", file_name));
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("{}: the plan has no rows, so there is nothing to run", file_name));
   return rows;
 }
 

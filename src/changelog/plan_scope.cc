@@ -71,9 +71,8 @@ bool same_config_wide_fields(const YamlNode& a, const YamlNode& b) {
   };
   const auto fa = fields(a), fb = fields(b);
   if (fa.size() != fb.size()) return false;
-  return std::all_of(fa.begin(), fa.end(), [&](const auto* entry) {
-    return same_optional(&entry->second, map_get(b, entry->first.scalar));
-  });
+  return std::all_of(fa.begin(), fa.end(),
+                     [&](const auto* entry) { return same_optional(&entry->second, map_get(b, entry->first.scalar)); });
 }
 
 std::set<std::string> scenario_names(const YamlNode* scenarios) {
@@ -113,7 +112,9 @@ Result<void> check_selected_config(const std::string& key, const YamlNode& base,
   return {};
 }
 
-std::set<int64_t> point_set(const SweepRow& row) { return {row.conc.begin(), row.conc.end()}; }
+std::set<int64_t> point_set(const SweepRow& row) {
+  return {row.conc.begin(), row.conc.end()};
+}
 
 // Identifies one curve: the row without its point-level fields.
 std::string curve_key(const SweepRow& row) {
@@ -124,8 +125,8 @@ std::string curve_key(const SweepRow& row) {
 // The dashboard curve an added point lands on.
 std::string visual_series(const SweepRow& row) {
   const bool agentic = row.is_agentic();
-  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", row.model,
-                     row.model_prefix, row.precision, row.framework, row.runner, row.disagg,
+  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", row.model, row.model_prefix,
+                     row.precision, row.framework, row.runner, row.disagg,
                      agentic ? "agentic" : fmt::format("{}/{}", row.isl, row.osl),
                      row.kv_offloading == config::KvOffloading::kNone ? "off" : "on",
                      agentic ? "" : config::spec_decoding_name(row.spec_decoding),

@@ -38,7 +38,8 @@ Result<std::string> read_at_ref(const std::string& ref, const std::string& path)
                 fmt::format("git show {} {}{}", spec, result->describe_end(), why.empty() ? "" : ": " + why));
   }
   if (result->out.size() > kMaxChangelogBytes)
-    return fail(ErrorCode::kInvalidArgument, fmt::format("git show {}: more than {} MiB", spec, kMaxChangelogBytes >> 20));
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("git show {}: more than {} MiB", spec, kMaxChangelogBytes >> 20));
   return std::move(result->out);
 }
 

@@ -116,8 +116,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   auto flags = std::make_shared<PlanFlags>();
   cmd->add_option("--base,--base-ref", flags->base, "The changelog before the change: a file, or a git ref")
       ->required();
-  cmd->add_option("--head,--head-ref", flags->head, "The changelog after the change: a file, or a git ref")
-      ->required();
+  cmd->add_option("--head,--head-ref", flags->head, "The changelog after the change: a file, or a git ref")->required();
   cmd->add_option("--path,--changelog-file", flags->path, "The changelog's path inside the repository, for git refs")
       ->capture_default_str();
   cmd->add_option("--config-files", flags->config_files, "Master config YAML files (the working tree's)")

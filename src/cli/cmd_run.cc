@@ -83,8 +83,9 @@ bool has_full_sweep_filter(const SweepFlags& f) {
 Result<std::vector<sweep::SweepRow>> plan_rows(const RunFlags& flags, std::optional<config::RunnerConfig>& runners) {
   if (!flags.jobs_from.empty() || !flags.plan.empty()) {
     const std::string& file = flags.plan.empty() ? flags.jobs_from : flags.plan;
-    auto text = files::read_text_file(file, files::kMaxResultFileBytes,
-                                      flags.plan.empty() ? "a job matrix (JSON)" : "a plan (ixbench plan --format matrix)");
+    auto text =
+        files::read_text_file(file, files::kMaxResultFileBytes,
+                              flags.plan.empty() ? "a job matrix (JSON)" : "a plan (ixbench plan --format matrix)");
     if (!text) return fail(text.error());
     if (fs::exists(flags.sweep.runner_config)) {
       auto loaded = config::load_configs({}, flags.sweep.runner_config);
@@ -106,7 +107,8 @@ Result<std::vector<sweep::SweepRow>> plan_rows(const RunFlags& flags, std::optio
 std::optional<std::string> check_flags(const RunFlags& flags) {
   const auto& s = flags.sweep;
   const int sources = !flags.jobs_from.empty() + !flags.plan.empty() + !s.config_files.empty();
-  if (sources == 0) return "give --config-files (master configs), --jobs-from (a matrix) or --plan (ixbench plan's matrix)";
+  if (sources == 0)
+    return "give --config-files (master configs), --jobs-from (a matrix) or --plan (ixbench plan's matrix)";
   if (sources > 1) return "--config-files, --jobs-from and --plan exclude each other: give one";
   if (!s.config_keys.empty() && has_full_sweep_filter(s)) {
     return "--config-keys selects configs as `sweep test-config` does; the full-sweep filters (--model-prefix, "

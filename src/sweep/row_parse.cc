@@ -21,9 +21,9 @@ using config::Worker;
 using config::WorkerKey;
 
 // The keys of a row: those every kind has, then each kind's own (sweep_row.h's table).
-constexpr std::string_view kCommonKeys[] = {"image",  "model",         "model-prefix", "precision", "framework",
-                                            "runner", "spec-decoding", "exp-name",     "router",    "eval-only",
-                                            "recipe-fingerprint"};
+constexpr std::string_view kCommonKeys[] = {"image",     "model",     "model-prefix",      "precision",
+                                            "framework", "runner",    "spec-decoding",     "exp-name",
+                                            "router",    "eval-only", "recipe-fingerprint"};
 constexpr std::string_view kSingleNodeFixedKeys[] = {"isl",  "osl",           "tp", "pp",      "dcp-size", "pcp-size",
                                                      "conc", "max-model-len", "ep", "dp-attn", "disagg",   "run-eval"};
 constexpr std::string_view kMultiNodeFixedKeys[] = {

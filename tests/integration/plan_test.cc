@@ -42,9 +42,14 @@ class Plan : public ::testing::Test {
   ProcessResult plan(const std::string& appended, std::vector<std::string> extra = {}) {
     write(dir_ / "base.yaml", kEntryOne);
     write(dir_ / "head.yaml", appended.empty() ? kEntryOne : kEntryOne + "\n" + appended);
-    std::vector<std::string> args = {"plan", "--base", (dir_ / "base.yaml").string(), "--head",
-                                     (dir_ / "head.yaml").string(), "--config-files",
-                                     source_path("examples/demo/configs/sim-master.yaml"), "--runner-config",
+    std::vector<std::string> args = {"plan",
+                                     "--base",
+                                     (dir_ / "base.yaml").string(),
+                                     "--head",
+                                     (dir_ / "head.yaml").string(),
+                                     "--config-files",
+                                     source_path("examples/demo/configs/sim-master.yaml"),
+                                     "--runner-config",
                                      source_path("examples/demo/configs/runners.yaml")};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_ixbench(args);
@@ -65,8 +70,9 @@ size_t rows_in(const bj::object& plan, const std::string& node, const std::strin
 }
 
 TEST_F(Plan, BucketsFingerprintsAndMetadata) {
-  auto result = plan(entry("    - gptoss-fp4-*-sim\n    - gptoss-fp4-b200-sim-agentic\n    - qwen3.5-fp4-b200-sim-mtp\n"),
-                     {"--format", "matrix"});
+  auto result =
+      plan(entry("    - gptoss-fp4-*-sim\n    - gptoss-fp4-b200-sim-agentic\n    - qwen3.5-fp4-b200-sim-mtp\n"),
+           {"--format", "matrix"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   ASSERT_EQ(result.out.back(), '\n');
   EXPECT_EQ(result.out.find(": "), std::string::npos) << "compact separators, as pydantic's model_dump_json";
@@ -136,13 +142,17 @@ TEST_F(Plan, RefusesWhatCannotBePlanned) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {entry("    - gptoss-fp4-h100-sim\n"), {}, "head.yaml:7: config key 'gptoss-fp4-h100-sim' is not in the master configs"},
+      {entry("    - gptoss-fp4-h100-sim\n"),
+       {},
+       "head.yaml:7: config key 'gptoss-fp4-h100-sim' is not in the master configs"},
       {entry("    - llama-*\n"), {}, "head.yaml:7: the pattern 'llama-*' matches no config key"},
       {"", {}, "the change appends no entry, so there is nothing to plan"},
       {entry("    - gptoss-fp4-h200-sim\n", "  append-only: true\n") + "\n" + entry("    - qwen3.5-fp4-b200-sim-mtp\n"),
        {},
        "append-only entries cannot share a sweep with regular entries"},
-      {entry("    - gptoss-fp4-h200-sim\n", "  append-only: true\n"), {"--all-evals"}, "append-only sweeps take neither"},
+      {entry("    - gptoss-fp4-h200-sim\n", "  append-only: true\n"),
+       {"--all-evals"},
+       "append-only sweeps take neither"},
       {entry("    - gptoss-fp4-h200-sim\n", "  append-only: true\n"), {}, "give --base as a git ref"},
       {entry("    - gptoss-fp4-h200-sim\n", "  bogus: 1\n"), {}, "does not pass the changelog gate"},
   };
@@ -245,8 +255,9 @@ TEST_F(PlanRepo, AppendOnlyRefusesANewImage) {
 }
 
 TEST_F(Plan, RunReadsThePlanBack) {
-  auto result = plan(entry("    - gptoss-fp4-*-sim\n    - gptoss-fp4-b200-sim-agentic\n    - qwen3.5-fp4-b200-sim-mtp\n"),
-                     {"--format", "matrix"});
+  auto result =
+      plan(entry("    - gptoss-fp4-*-sim\n    - gptoss-fp4-b200-sim-agentic\n    - qwen3.5-fp4-b200-sim-mtp\n"),
+           {"--format", "matrix"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   write(dir_ / "plan.json", result.out);
   auto dry = run_ixbench({"run", "--plan", (dir_ / "plan.json").string(), "--runner-config",
@@ -271,8 +282,8 @@ TEST_F(Plan, RunReadsThePlanBack) {
   EXPECT_NE(stamped.err.find("single_node.1024_128 row 0: \"recipe-fingerprint\" must be 64 lowercase hex"),
             std::string::npos)
       << stamped.err;
-  auto both = run_ixbench({"run", "--plan", (dir_ / "plan.json").string(), "--jobs-from", (dir_ / "rows.json").string(),
-                           "--dry-run"});
+  auto both = run_ixbench(
+      {"run", "--plan", (dir_ / "plan.json").string(), "--jobs-from", (dir_ / "rows.json").string(), "--dry-run"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
 }

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CONFIGS = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"]
@@ -73,15 +74,22 @@ def make_repo(root: Path, args, base_text: str, head_text: str, edit=None) -> Pa
     return repo
 
 
+TIMES = {"inferencex": 0.0, "ixbench": 0.0}
+
+
 def run_both(repo: Path, args, flags: list[str]) -> tuple[str, str]:
+    started = time.perf_counter()
     py = subprocess.run(
         [sys.executable, "utils/process_changelog.py", "--base-ref", "base", "--head-ref", "head",
          "--changelog-file", "perf-changelog.yaml", *flags],
         cwd=repo, capture_output=True, text=True)
+    TIMES["inferencex"] += time.perf_counter() - started
+    started = time.perf_counter()
     ix = subprocess.run(
         [args.ixbench, "plan", "--base", "base", "--head", "head", "--config-files", *CONFIGS,
          "--runner-config", "configs/runners.yaml", "--format", "matrix", *flags],
         cwd=repo, capture_output=True, text=True)
+    TIMES["ixbench"] += time.perf_counter() - started
     py_out = py.stdout if py.returncode == 0 else f"refused ({py.stderr.strip().splitlines()[-1:]})"
     ix_out = ix.stdout if ix.returncode == 0 else f"refused ({ix.stderr.strip()[:300]})"
     return py_out, ix_out
@@ -145,6 +153,8 @@ def main() -> int:
         repo = make_repo(root, args, base, base + "\n" + append_only, add_conc)
         ok &= compare("append-only: one config gains concurrencies", *run_both(repo, args, []))
         shutil.rmtree(repo)
+    print(f"time: process_changelog.py {TIMES['inferencex']:.1f} s, ixbench plan {TIMES['ixbench']:.2f} s "
+          f"({TIMES['inferencex'] / max(TIMES['ixbench'], 1e-9):.0f}x)")
     print("all agree" if ok else "DISAGREEMENT")
     return 0 if ok else 1
 
