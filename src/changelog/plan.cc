@@ -21,8 +21,9 @@ std::string_view scenario_name(ScenarioType type) {
   return type == ScenarioType::kFixedSeqLen ? "fixed-seq-len" : "agentic-coding";
 }
 
-// InferenceX's key patterns: `*` is any run of characters, everything else is itself.
-bool star_match(std::string_view pattern, std::string_view name) {
+}  // namespace
+
+bool config_key_matches(std::string_view pattern, std::string_view name) {
   size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
   while (n < name.size()) {
     if (p < pattern.size() && pattern[p] == '*') {
@@ -41,6 +42,8 @@ bool star_match(std::string_view pattern, std::string_view name) {
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
 }
+
+namespace {
 
 std::string where(const PlanOptions& options, const Entry& entry) {
   return fmt::format("{}:{}", options.changelog_label, entry.line);
@@ -65,7 +68,7 @@ Result<std::vector<std::string>> resolve_keys(const Entry& entry, const config::
     }
     bool matched = false;
     for (const auto& config : configs.configs) {
-      if (!star_match(pattern, config.key)) continue;
+      if (!config_key_matches(pattern, config.key)) continue;
       matched = true;
       add(config.key);
     }

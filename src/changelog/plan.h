@@ -79,6 +79,9 @@ struct Plan {
   size_t eval_rows() const;
 };
 
+// InferenceX's config-key patterns: `*` matches any run of characters, every other character itself.
+bool config_key_matches(std::string_view pattern, std::string_view name);
+
 // Does the entries' append-only flag ask for the base revision's configs? (Entries either all
 // carry it or none; plan_entries reports a mix.)
 bool needs_base_configs(const std::vector<Entry>& entries);

@@ -491,6 +491,16 @@ std::map<std::string, CommandCase> command_cases() {
                        {"--evals-only", {"--evals-only"}},
                        {"--format", {"--format", "matrix"}},
                    }};
+  // The demo against itself: nothing changed, every check N/A.
+  cases["review"] = {.base = {"--base", "{source}/examples/demo", "--head", "{source}/examples/demo"},
+                     .samples = {
+                         {"--base", {"--base", "{source}/examples/demo"}},
+                         {"--head", {"--head", "{source}/examples/demo"}},
+                         {"--changelog", {"--changelog", "perf-changelog.yaml"}},
+                         {"--config-files", {"--config-files", "configs/sim-master.yaml"}},
+                         {"--pr", {"--pr", "7"}},
+                         {"--format", {"--format", "markdown"}},
+                     }};
   cases["validate"] = {.base = {"--config-files", "{master}", "--runner-config", "{runners}"},
                        .samples = {
                            {"--config-files", {"--config-files", "{master}"}},

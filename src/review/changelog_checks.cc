@@ -1,0 +1,133 @@
+// Checks over perf-changelog.yaml and the master configs: the gate, and changelog coverage of
+// every added or edited config key.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "changelog/check.h"
+#include "changelog/plan.h"
+#include "changelog/plan_scope.h"
+#include "review/review.h"
+
+namespace ix::review {
+namespace {
+
+changelog::Source source_of(const RepoTree& tree, const std::string& path) {
+  const auto& text = tree.read(path);
+  return {tree.label() + ":" + path, text.value_or("")};
+}
+
+// Each config key's YAML in one revision, from the master config files in `paths`.
+std::vector<std::pair<std::string, config::YamlNode>> configs_of(const RepoTree& tree,
+                                                                 const std::vector<std::string>& paths,
+                                                                 std::map<std::string, std::string>& file_of) {
+  std::vector<std::pair<std::string, config::YamlNode>> out;
+  for (const auto& path : paths) {
+    const auto& text = tree.read(path);
+    if (!text) continue;
+    auto trees = changelog::config_trees({path, *text});
+    if (!trees) continue;  // invalid YAML is `validate`'s finding
+    for (auto& [key, node] : *trees) {
+      file_of[key] = path;
+      out.emplace_back(key, std::move(node));
+    }
+  }
+  return out;
+}
+
+const config::YamlNode* find_config(const std::vector<std::pair<std::string, config::YamlNode>>& configs,
+                                    const std::string& key) {
+  for (const auto& [k, node] : configs) {
+    if (k == key) return &node;
+  }
+  return nullptr;
+}
+
+// The 1-based line where `key:` starts a line of the file (a top-level config key), or 0.
+int key_line(const RepoTree& tree, const std::string& path, const std::string& key) {
+  const auto& text = tree.read(path);
+  if (!text) return 0;
+  int line = 1;
+  for (size_t begin = 0; begin < text->size(); ++line) {
+    if (std::string_view(*text).substr(begin).starts_with(key + ":")) return line;
+    const size_t end = text->find('\n', begin);
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CheckResult check_changelog_gate(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
+  CheckResult result = start_check("changelog-gate", "perf-changelog.yaml stays append-only (SPEC §3)");
+  if (!head.has(options.changelog_path))
+    return not_applicable(std::move(result), options.changelog_path + " is not in the head");
+  if (base.read(options.changelog_path) == head.read(options.changelog_path))
+    return not_applicable(std::move(result), options.changelog_path + " is unchanged");
+  changelog::CheckOptions gate;
+  gate.pr_number = options.pr_number;
+  const auto report =
+      changelog::check_change(source_of(base, options.changelog_path), source_of(head, options.changelog_path), gate);
+  for (const auto& finding : report.findings) {
+    result.evidence.push_back(
+        {options.changelog_path, finding.line, fmt::format("{}: {}", finding.rule, finding.message)});
+    if (result.fix.empty()) result.fix = finding.fix;
+  }
+  if (result.evidence.empty()) {
+    result.summary = fmt::format("{} entr{} appended, {} pr-link correction(s)", report.appended,
+                                 report.appended == 1 ? "y" : "ies", report.corrections);
+    return result;
+  }
+  result.verdict = Verdict::kFail;
+  result.summary = fmt::format("the gate fails ({} problem(s))", report.findings.size());
+  return result;
+}
+
+CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
+  CheckResult result = start_check("changelog-coverage", "Every added or edited config key has a changelog entry");
+  // Only files whose bytes differ can hold a changed config (and parsing is the cost).
+  std::vector<std::string> differing;
+  for (const auto& path : options.config_files) {
+    if (base.read(path) != head.read(path)) differing.push_back(path);
+  }
+  std::map<std::string, std::string> base_files, head_files;
+  const auto before = configs_of(base, differing, base_files);
+  const auto after = configs_of(head, differing, head_files);
+  std::vector<std::string> touched;
+  for (const auto& [key, node] : after) {
+    const auto* old = find_config(before, key);
+    if (!old || !changelog::same_value(*old, node)) touched.push_back(key);
+  }
+  if (touched.empty()) return not_applicable(std::move(result), "no config key added or edited");
+
+  std::vector<changelog::Entry> appended;
+  if (head.has(options.changelog_path)) {
+    changelog::CheckOptions gate;
+    gate.pr_number = options.pr_number;
+    auto report =
+        changelog::check_change(source_of(base, options.changelog_path), source_of(head, options.changelog_path), gate);
+    appended = std::move(report.appended_entries);
+  }
+  for (const auto& key : touched) {
+    const bool covered = std::any_of(appended.begin(), appended.end(), [&](const changelog::Entry& entry) {
+      return std::any_of(entry.config_keys.begin(), entry.config_keys.end(),
+                         [&](const std::string& pattern) { return changelog::config_key_matches(pattern, key); });
+    });
+    if (covered) continue;
+    result.evidence.push_back({head_files[key], key_line(head, head_files[key], key),
+                               fmt::format("config '{}' is {} but no appended changelog entry names it", key,
+                                           find_config(before, key) ? "edited" : "added")});
+  }
+  if (result.evidence.empty()) {
+    result.summary = fmt::format("{} config key(s) changed, each named by an appended entry", touched.size());
+    return result;
+  }
+  result.verdict = Verdict::kFail;
+  result.summary = fmt::format("{} changed config key(s) without a changelog entry", result.evidence.size());
+  result.fix = "append an entry to " + options.changelog_path + " whose config-keys name each changed config";
+  return result;
+}
+
+}  // namespace ix::review

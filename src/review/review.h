@@ -1,0 +1,72 @@
+// `ixbench review`: mechanical checks over a benchmark repository's change (SPEC §11), each a
+// verdict with file:line evidence and a one-line fix, printable as a pull-request comment.
+//
+// Checks (docs/review.md):
+//   changelog-gate      the perf-changelog.yaml gate (SPEC §3) from base to head
+//   changelog-coverage  every config key the change adds or edits is named by an appended entry
+//   dead-knob           a variable a changed recipe exports that nothing in the repository reads
+//                       (with the read variable whose name is closest, as a reviewer suggests)
+//   engine-patch        recipes that patch the engine inside the image (git apply, patch, sed -i
+//                       on site-packages, heredocs into site-packages, wheel / git installs)
+//   precision-override  environment overrides that lower precision (a denylist kept as data)
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "review/repo_tree.h"
+
+namespace ix::review {
+
+enum class Verdict { kPass, kWarn, kFail, kNotApplicable };
+std::string_view verdict_name(Verdict verdict);  // "PASS", "WARN", "FAIL", "N/A"
+
+struct Evidence {
+  std::string file;  // repository path (head unless the message says otherwise)
+  int line = 0;      // 1-based; 0 = the file as a whole
+  std::string message;
+};
+
+struct CheckResult {
+  std::string id;
+  std::string title;
+  Verdict verdict = Verdict::kPass;
+  std::string summary;  // one line: what was checked, or what is wrong
+  std::vector<Evidence> evidence;
+  std::string fix;  // one line; empty on PASS / N/A
+};
+
+// A check's result before its verdict (PASS, no evidence), and the N/A form with why.
+CheckResult start_check(std::string id, std::string title);
+CheckResult not_applicable(CheckResult check, std::string why);
+
+struct ReviewOptions {
+  std::string changelog_path = "perf-changelog.yaml";
+  std::vector<std::string> config_files = {"configs/amd-master.yaml", "configs/nvidia-master.yaml"};
+  std::optional<int64_t> pr_number;
+};
+
+struct Review {
+  std::string base_label;
+  std::string head_label;
+  std::vector<std::string> changed;
+  std::vector<CheckResult> checks;
+  bool failed() const;
+};
+
+Result<Review> run_review(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
+
+// Each check over the change (review.cc composes them).
+CheckResult check_changelog_gate(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
+CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
+CheckResult check_dead_knobs(const RepoTree& head, const std::vector<std::string>& changed);
+CheckResult check_engine_patches(const RepoTree& head, const std::vector<std::string>& changed);
+CheckResult check_precision_overrides(const RepoTree& head, const std::vector<std::string>& changed);
+
+std::string format_text(const Review& review);
+std::string format_markdown(const Review& review);
+std::string format_json(const Review& review);
+
+}  // namespace ix::review
