@@ -58,6 +58,29 @@ int key_line(const RepoTree& tree, const std::string& path, const std::string& k
   return 0;
 }
 
+bool same_entry(const changelog::Entry& a, const changelog::Entry& b) {
+  return a.config_keys == b.config_keys && a.description == b.description && a.scenario_type == b.scenario_type;
+}
+
+// The head's entries that the base does not have (by keys, scenarios and description), wherever
+// they are in the file: an entry inserted mid-file still names its configs (the gate reports
+// where it is).
+std::vector<changelog::Entry> new_entries(const RepoTree& base, const RepoTree& head, const std::string& path) {
+  std::vector<changelog::Entry> before, after;
+  if (base.has(path)) changelog::check_file(source_of(base, path), &before, changelog::FileEnd::kNewline);
+  if (head.has(path)) changelog::check_file(source_of(head, path), &after, changelog::FileEnd::kNewline);
+  std::vector<changelog::Entry> out;
+  for (const auto& entry : after) {
+    auto old = std::find_if(before.begin(), before.end(), [&](const auto& b) { return same_entry(b, entry); });
+    if (old == before.end()) {
+      out.push_back(entry);
+    } else {
+      before.erase(old);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CheckResult check_changelog_gate(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
@@ -102,14 +125,7 @@ CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head,
   }
   if (touched.empty()) return not_applicable(std::move(result), "no config key added or edited");
 
-  std::vector<changelog::Entry> appended;
-  if (head.has(options.changelog_path)) {
-    changelog::CheckOptions gate;
-    gate.pr_number = options.pr_number;
-    auto report =
-        changelog::check_change(source_of(base, options.changelog_path), source_of(head, options.changelog_path), gate);
-    appended = std::move(report.appended_entries);
-  }
+  const auto appended = new_entries(base, head, options.changelog_path);
   for (const auto& key : touched) {
     const bool covered = std::any_of(appended.begin(), appended.end(), [&](const changelog::Entry& entry) {
       return std::any_of(entry.config_keys.begin(), entry.config_keys.end(),
@@ -117,11 +133,11 @@ CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head,
     });
     if (covered) continue;
     result.evidence.push_back({head_files[key], key_line(head, head_files[key], key),
-                               fmt::format("config '{}' is {} but no appended changelog entry names it", key,
+                               fmt::format("config '{}' is {} but no new changelog entry names it", key,
                                            find_config(before, key) ? "edited" : "added")});
   }
   if (result.evidence.empty()) {
-    result.summary = fmt::format("{} config key(s) changed, each named by an appended entry", touched.size());
+    result.summary = fmt::format("{} config key(s) changed, each named by a new changelog entry", touched.size());
     return result;
   }
   result.verdict = Verdict::kFail;

@@ -107,6 +107,12 @@ std::set<std::string> read_in_repository(const RepoTree& head, const std::vector
   return read;
 }
 
+std::string trim_text(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+  return std::string(text.substr(0, 160));
+}
+
 std::string code_line(std::string_view line) {
   const size_t hash = line.find('#');
   if (hash != std::string_view::npos && (hash == 0 || line[hash - 1] == ' ' || line[hash - 1] == '\t'))
@@ -185,7 +191,8 @@ CheckResult check_engine_patches(const RepoTree& head, const std::vector<std::st
   if (recipes.empty() && patch_files.empty())
     return not_applicable(std::move(result), "no shell recipe or patch file changed");
   for (const auto& path : patch_files) {
-    if (head.has(path)) result.evidence.push_back({path, 0, "the change adds a patch file"});
+    if (head.has(path))
+      result.evidence.push_back({path, 1, "the change adds a patch file, " + path.substr(path.rfind('/') + 1)});
   }
   for (const auto& recipe : recipes) {
     for_each_line(*head.read(recipe), [&](int number, std::string_view line) {
@@ -196,7 +203,7 @@ CheckResult check_engine_patches(const RepoTree& head, const std::vector<std::st
             rule.only_with.empty() || std::any_of(rule.only_with.begin(), rule.only_with.end(),
                                                   [&](const auto& w) { return code.find(w) != std::string::npos; });
         if (!writes) continue;
-        result.evidence.push_back({recipe, number, fmt::format("'{}': {}", rule.name, rule.why)});
+        result.evidence.push_back({recipe, number, fmt::format("'{}': {}: {}", rule.name, rule.why, trim_text(code))});
         break;
       }
     });

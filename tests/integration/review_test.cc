@@ -168,10 +168,11 @@ TEST_F(Review, EnginePatchesInRecipesFail) {
   auto c = check(head, "engine-patch");
   EXPECT_EQ(verdict(c), "FAIL");
   ASSERT_EQ(c.at("evidence").as_array().size(), 4u) << bj::serialize(c);
-  EXPECT_EQ(evidence(c, 0), "benchmarks/overlay/fix.patch:0: the change adds a patch file");
+  EXPECT_EQ(evidence(c, 0), "benchmarks/overlay/fix.patch:1: the change adds a patch file, fix.patch");
   EXPECT_EQ(
       evidence(c, 1),
-      "benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6: 'git apply': applies a patch to source inside the image");
+      "benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6: 'git apply': applies a patch to source inside the image: "
+      "git apply /workspace/fix-indexer.patch");
   EXPECT_NE(evidence(c, 2).find("dsr1_fp8_h200_sglang.sh:7: 'dist-packages'"), std::string::npos) << evidence(c, 2);
   EXPECT_NE(evidence(c, 3).find("dsr1_fp8_h200_sglang.sh:8: 'pip install git+'"), std::string::npos) << evidence(c, 3);
 }
@@ -192,7 +193,7 @@ TEST_F(Review, AConfigEditWithoutAnEntryFailsCoverage) {
   auto c = check(head, "changelog-coverage");
   EXPECT_EQ(verdict(c), "FAIL");
   EXPECT_EQ(evidence(c),
-            "configs/nvidia-master.yaml:1: config 'dsr1-fp8-h200-sglang' is edited but no appended changelog entry "
+            "configs/nvidia-master.yaml:1: config 'dsr1-fp8-h200-sglang' is edited but no new changelog entry "
             "names it");
   // A comment or key order change is not an edit.
   head["configs/nvidia-master.yaml"] = "# the H200 config\n" + kConfig;
