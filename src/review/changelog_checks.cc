@@ -1,6 +1,7 @@
 // Checks over perf-changelog.yaml and the master configs: the gate, and changelog coverage of
 // every added or edited config key.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -81,6 +82,64 @@ std::vector<changelog::Entry> new_entries(const RepoTree& base, const RepoTree& 
   return out;
 }
 
+// Top-level keys of a master config file (lines `key:` at column 1), without parsing it.
+std::vector<std::string> top_level_keys(const std::string& text) {
+  std::vector<std::string> keys;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + begin, end - begin);
+    const size_t colon = line.find(':');
+    if (!line.empty() && line[0] != ' ' && line[0] != '#' && line[0] != '-' && colon != std::string_view::npos)
+      keys.emplace_back(line.substr(0, colon));
+    begin = end + 1;
+  }
+  return keys;
+}
+
+// The first line at or after `from` (1-based) that holds `text`, or `from`.
+int line_holding(const std::string& file_text, int from, const std::string& text) {
+  int line = 1;
+  size_t begin = 0;
+  while (begin < file_text.size()) {
+    size_t end = file_text.find('\n', begin);
+    if (end == std::string::npos) end = file_text.size();
+    if (line >= from && std::string_view(file_text).substr(begin, end - begin).find(text) != std::string_view::npos)
+      return line;
+    begin = end + 1;
+    ++line;
+  }
+  return from;
+}
+
+// New entries' config-keys that name no config of the head (a typo plans nothing); returns how many.
+size_t report_unmatched_patterns(const RepoTree& head, const ReviewOptions& options,
+                                 const std::vector<changelog::Entry>& entries, CheckResult& result) {
+  if (entries.empty()) return 0;
+  std::vector<std::string> keys;
+  for (const auto& path : options.config_files) {
+    if (const auto& text = head.read(path)) {
+      auto file_keys = top_level_keys(*text);
+      keys.insert(keys.end(), file_keys.begin(), file_keys.end());
+    }
+  }
+  const std::string changelog_text = head.read(options.changelog_path).value_or("");
+  size_t count = 0;
+  for (const auto& entry : entries) {
+    for (const auto& pattern : entry.config_keys) {
+      if (std::any_of(keys.begin(), keys.end(),
+                      [&](const auto& key) { return changelog::config_key_matches(pattern, key); }))
+        continue;
+      ++count;
+      result.evidence.push_back(
+          {options.changelog_path, line_holding(changelog_text, entry.line, pattern),
+           fmt::format("config key '{}' names no config in {}", pattern, fmt::join(options.config_files, ", "))});
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 CheckResult check_changelog_gate(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
@@ -123,9 +182,10 @@ CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head,
     const auto* old = find_config(before, key);
     if (!old || !changelog::same_value(*old, node)) touched.push_back(key);
   }
-  if (touched.empty()) return not_applicable(std::move(result), "no config key added or edited");
-
   const auto appended = new_entries(base, head, options.changelog_path);
+  const size_t unmatched = report_unmatched_patterns(head, options, appended, result);
+  if (touched.empty() && unmatched == 0) return not_applicable(std::move(result), "no config key added or edited");
+
   for (const auto& key : touched) {
     const bool covered = std::any_of(appended.begin(), appended.end(), [&](const changelog::Entry& entry) {
       return std::any_of(entry.config_keys.begin(), entry.config_keys.end(),
@@ -141,8 +201,9 @@ CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head,
     return result;
   }
   result.verdict = Verdict::kFail;
-  result.summary = fmt::format("{} changed config key(s) without a changelog entry", result.evidence.size());
-  result.fix = "append an entry to " + options.changelog_path + " whose config-keys name each changed config";
+  result.summary = fmt::format("{} changed config key(s) without a changelog entry, {} entry key(s) naming no config",
+                               result.evidence.size() - unmatched, unmatched);
+  result.fix = "name each changed config in a new entry's config-keys, and only configs that exist";
   return result;
 }
 
