@@ -13,11 +13,6 @@ namespace {
 
 constexpr size_t kMaxChangelogBytes = size_t{64} << 20;
 
-std::string first_line(const std::string& text) {
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
-}
-
 Result<Source> read_git(const std::string& ref, const std::string& path_in_repo) {
   auto bytes = read_at_ref(ref, path_in_repo);
   if (!bytes) return std::unexpected(bytes.error());
@@ -28,19 +23,12 @@ Result<Source> read_git(const std::string& ref, const std::string& path_in_repo)
 
 Result<std::string> read_at_ref(const std::string& ref, const std::string& path) {
   const std::string spec = ref + ":" + path;
-  SubprocessOptions options;
-  options.max_output_bytes = kMaxChangelogBytes + 1;
-  auto result = run_subprocess({"git", "show", spec}, options);
+  auto result = run_git({"show", spec}, kMaxChangelogBytes + 1);
   if (!result) return std::unexpected(result.error());
-  if (!result->succeeded()) {
-    const std::string why = first_line(result->err);
-    return fail(ErrorCode::kNotFound,
-                fmt::format("git show {} {}{}", spec, result->describe_end(), why.empty() ? "" : ": " + why));
-  }
-  if (result->out.size() > kMaxChangelogBytes)
+  if (result->size() > kMaxChangelogBytes)
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("git show {}: more than {} MiB", spec, kMaxChangelogBytes >> 20));
-  return std::move(result->out);
+  return result;
 }
 
 Result<Source> read_source(const std::string& value, const std::string& path_in_repo) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -150,6 +151,21 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
+}
+
+Result<std::string> run_git(const std::vector<std::string>& args, size_t max_output_bytes) {
+  std::vector<std::string> argv = {"git"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SubprocessOptions options;
+  options.max_output_bytes = max_output_bytes;
+  auto result = run_subprocess(argv, options);
+  if (!result) return std::unexpected(result.error());
+  if (!result->succeeded()) {
+    const std::string why = result->err.substr(0, result->err.find('\n'));
+    return fail(ErrorCode::kNotFound, fmt::format("git {} {}{}", fmt::join(args, " "), result->describe_end(),
+                                                  why.empty() ? "" : ": " + why));
+  }
+  return std::move(result->out);
 }
 
 }  // namespace ix

@@ -42,6 +42,11 @@ struct SubprocessResult {
 // program that runs and fails is a result with its exit status.
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& options = {});
 
+// `git ARGS...` in the current directory: its stdout when it exits 0; otherwise kNotFound
+// "git ARGS... exit status N: <git's first stderr line>" (or why it could not start). Output over
+// `max_output_bytes` is cut there (callers that must not cut check the size).
+Result<std::string> run_git(const std::vector<std::string>& args, size_t max_output_bytes = size_t{64} << 20);
+
 // The first executable `program` in $PATH's directories (or `program` itself when it holds a
 // '/' and is executable), or "".
 std::string find_program(const std::string& program);

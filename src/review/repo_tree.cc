@@ -29,18 +29,7 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 Result<std::string> git(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"git"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  SubprocessOptions options;
-  options.max_output_bytes = size_t{64} << 20;
-  auto result = run_subprocess(argv, options);
-  if (!result) return std::unexpected(result.error());
-  if (!result->succeeded()) {
-    const std::string why = result->err.substr(0, result->err.find('\n'));
-    return fail(ErrorCode::kNotFound, fmt::format("git {} {}{}", fmt::join(args, " "), result->describe_end(),
-                                                  why.empty() ? "" : ": " + why));
-  }
-  return std::move(result->out);
+  return run_git(args);
 }
 
 bool word_char(char c) {
