@@ -19,6 +19,9 @@ struct ReviewFlags {
   std::string changelog = "perf-changelog.yaml";
   std::vector<std::string> config_files = {"configs/amd-master.yaml", "configs/nvidia-master.yaml"};
   int64_t pr = 0;
+  std::string results;
+  std::string db;
+  std::string pr_body;
   std::string format = "text";
 };
 
@@ -31,6 +34,9 @@ int run_review_command(const ReviewFlags& flags) {
   options.changelog_path = flags.changelog;
   options.config_files = flags.config_files;
   if (flags.pr > 0) options.pr_number = flags.pr;
+  options.results_dir = flags.results;
+  options.db = flags.db;
+  options.pr_body = flags.pr_body;
   auto result = review::run_review(*base, *head, options);
   if (!result) return report_error(result.error());
   const std::string text = flags.format == "json"       ? review::format_json(*result)
@@ -54,6 +60,11 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--pr", flags->pr, "The pull request the change is (new changelog entries may link it or use XXX)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+  cmd->add_option("--results", flags->results,
+                  "A results folder (agg_*.json records, eval_*/ sets) for the evals and pareto checks");
+  cmd->add_option("--db", flags->db,
+                  "A results store (SQLite file or postgresql:// URL) for the evals and pareto checks");
+  cmd->add_option("--pr-body", flags->pr_body, "The pull request's body (the CODEOWNER sign-off) for pr-template");
   cmd->add_option("--format", flags->format, "text, markdown (a PR comment) or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}))
       ->capture_default_str();

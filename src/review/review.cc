@@ -56,14 +56,15 @@ bool Review::failed() const {
 }
 
 Result<Review> run_review(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
-  auto changed = changed_files(base, head);
-  if (!changed) return std::unexpected(changed.error());
-  Review review{base.label(), head.label(), std::move(*changed), {}};
-  review.checks.push_back(check_changelog_gate(base, head, options));
-  review.checks.push_back(check_changelog_coverage(base, head, options));
-  review.checks.push_back(check_dead_knobs(head, review.changed));
-  review.checks.push_back(check_engine_patches(head, review.changed));
-  review.checks.push_back(check_precision_overrides(head, review.changed));
+  auto scope = compute_scope(base, head, options);
+  if (!scope) return std::unexpected(scope.error());
+  const ReviewInput input{base, head, *scope, options};
+  using Check = CheckResult (*)(const ReviewInput&);
+  static constexpr Check kChecks[] = {
+      check_changelog_gate, check_changelog_coverage, check_dead_knobs, check_engine_patches, check_precision_overrides,
+  };
+  Review review{base.label(), head.label(), scope->changed, {}};
+  for (const Check check : kChecks) review.checks.push_back(check(input));
   return review;
 }
 

@@ -9,6 +9,15 @@
 //   engine-patch        recipes that patch the engine inside the image (git apply, patch, sed -i
 //                       on site-packages, heredocs into site-packages, wheel / git installs)
 //   precision-override  environment overrides that lower precision (a denylist kept as data)
+//   golden-al           spec-decoding recipes force the golden acceptance length (SPEC §7)
+//   changelog-prose     new entries' image tags, digests and numbers agree with config and recipe
+//   evals               eval results in --results / --db above their thresholds (SPEC §8)
+//   pareto              every curve in --results / --db has >= 5 frontier points (SPEC §10)
+//   deprecated          no deprecated scenario or retired model comes back
+//   upstream-image      vLLM / SGLang keys use upstream images
+//   variant-lookup      multi-node model lookups resolve to the agentic entry
+//   pr-template         the --pr-body sign-off is filled in
+// Every check sees the same inputs (a ReviewInput); run_review composes them in this order.
 #pragma once
 
 #include <optional>
@@ -17,6 +26,7 @@
 
 #include "common/error.h"
 #include "review/repo_tree.h"
+#include "review/scope.h"
 
 namespace ix::review {
 
@@ -46,6 +56,17 @@ struct ReviewOptions {
   std::string changelog_path = "perf-changelog.yaml";
   std::vector<std::string> config_files = {"configs/amd-master.yaml", "configs/nvidia-master.yaml"};
   std::optional<int64_t> pr_number;
+  std::string results_dir;  // --results: agg_*.json records and eval_*/ sets ("" = none)
+  std::string db;           // --db: a results store (SQLite path or postgresql:// URL; "" = none)
+  std::string pr_body;      // --pr-body: the pull request's body / sign-off, a local file ("" = none)
+};
+
+// What every check reads: both revisions, what the change touches, and the options.
+struct ReviewInput {
+  const RepoTree& base;
+  const RepoTree& head;
+  const ChangeScope& scope;
+  const ReviewOptions& options;
 };
 
 struct Review {
@@ -59,11 +80,11 @@ struct Review {
 Result<Review> run_review(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
 
 // Each check over the change (review.cc composes them).
-CheckResult check_changelog_gate(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
-CheckResult check_changelog_coverage(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
-CheckResult check_dead_knobs(const RepoTree& head, const std::vector<std::string>& changed);
-CheckResult check_engine_patches(const RepoTree& head, const std::vector<std::string>& changed);
-CheckResult check_precision_overrides(const RepoTree& head, const std::vector<std::string>& changed);
+CheckResult check_changelog_gate(const ReviewInput& input);
+CheckResult check_changelog_coverage(const ReviewInput& input);
+CheckResult check_dead_knobs(const ReviewInput& input);
+CheckResult check_engine_patches(const ReviewInput& input);
+CheckResult check_precision_overrides(const ReviewInput& input);
 
 std::string format_text(const Review& review);
 std::string format_markdown(const Review& review);
