@@ -61,7 +61,16 @@ Result<Review> run_review(const RepoTree& base, const RepoTree& head, const Revi
   const ReviewInput input{base, head, *scope, options};
   using Check = CheckResult (*)(const ReviewInput&);
   static constexpr Check kChecks[] = {
-      check_changelog_gate, check_changelog_coverage, check_dead_knobs, check_engine_patches, check_precision_overrides,
+      // clang-format off
+      check_changelog_gate,
+      check_changelog_coverage,
+      check_dead_knobs,
+      check_engine_patches,
+      check_precision_overrides,
+      check_deprecated,
+      check_upstream_images,
+      check_variant_lookup,
+      // clang-format on
   };
   Review review{base.label(), head.label(), scope->changed, {}};
   for (const Check check : kChecks) review.checks.push_back(check(input));

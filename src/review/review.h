@@ -85,6 +85,9 @@ CheckResult check_changelog_coverage(const ReviewInput& input);
 CheckResult check_dead_knobs(const ReviewInput& input);
 CheckResult check_engine_patches(const ReviewInput& input);
 CheckResult check_precision_overrides(const ReviewInput& input);
+CheckResult check_deprecated(const ReviewInput& input);
+CheckResult check_upstream_images(const ReviewInput& input);
+CheckResult check_variant_lookup(const ReviewInput& input);
 
 std::string format_text(const Review& review);
 std::string format_markdown(const Review& review);

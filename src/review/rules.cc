@@ -45,6 +45,44 @@ Result<std::vector<NamedRule>> named(const bj::object& object, std::string_view 
   return out;
 }
 
+Result<const bj::object*> section(const bj::object& object, std::string_view key, std::string_view source) {
+  const bj::value* value = object.if_contains(key);
+  if (!value || !value->is_object())
+    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: {} must be an object", source, key));
+  return &value->get_object();
+}
+
+Result<std::string> text(const bj::object& object, std::string_view key, std::string_view source) {
+  const bj::value* value = object.if_contains(key);
+  if (!value || !value->is_string() || value->get_string().empty())
+    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: {} must be a non-empty string", source, key));
+  return std::string(value->get_string());
+}
+
+Result<UpstreamImages> upstream_images(const bj::object& object, std::string_view source) {
+  auto upstream = section(object, "upstream_images", source);
+  if (!upstream) return std::unexpected(upstream.error());
+  auto why = text(**upstream, "why", source);
+  auto frameworks = strings(**upstream, "frameworks", source);
+  auto registries = strings(**upstream, "registries", source);
+  if (!why) return std::unexpected(why.error());
+  if (!frameworks) return std::unexpected(frameworks.error());
+  if (!registries) return std::unexpected(registries.error());
+  return UpstreamImages{std::move(*why), std::move(*frameworks), std::move(*registries)};
+}
+
+Result<VariantLookup> variant_lookup(const bj::object& object, std::string_view source) {
+  auto lookup = section(object, "variant_lookup", source);
+  if (!lookup) return std::unexpected(lookup.error());
+  auto why = text(**lookup, "why", source);
+  auto dispatcher = text(**lookup, "dispatcher", source);
+  auto suffix = text(**lookup, "agentic_suffix", source);
+  if (!why) return std::unexpected(why.error());
+  if (!dispatcher) return std::unexpected(dispatcher.error());
+  if (!suffix) return std::unexpected(suffix.error());
+  return VariantLookup{std::move(*why), std::move(*dispatcher), std::move(*suffix)};
+}
+
 }  // namespace
 
 Result<Rules> parse_rules(std::string_view json_text, std::string_view source_name) {
@@ -62,6 +100,12 @@ Result<Rules> parse_rules(std::string_view json_text, std::string_view source_na
   auto patches = named(object, "engine_patch_patterns", "pattern", source_name);
   if (!patches) return std::unexpected(patches.error());
   rules.engine_patch_patterns = std::move(*patches);
+  auto upstream = upstream_images(object, source_name);
+  if (!upstream) return std::unexpected(upstream.error());
+  rules.upstream_images = std::move(*upstream);
+  auto lookup = variant_lookup(object, source_name);
+  if (!lookup) return std::unexpected(lookup.error());
+  rules.variant_lookup = std::move(*lookup);
   return rules;
 }
 

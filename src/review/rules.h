@@ -1,6 +1,7 @@
 // The data review's checks match against (data/review/rules.json, compiled in): environment
-// prefixes engines read themselves, the precision-lowering environment denylist, and the shell
-// patterns that patch an engine inside its image.
+// prefixes engines read themselves, the precision-lowering environment denylist, the shell
+// patterns that patch an engine inside its image, upstream image registries, and where multi-node
+// model-variant lookups start.
 #pragma once
 
 #include <string>
@@ -16,10 +17,26 @@ struct NamedRule {
   std::vector<std::string> only_with;  // patterns: match only on lines that also hold one of these
 };
 
+// Frameworks whose configs must run an upstream image, and the image prefixes that are upstream.
+struct UpstreamImages {
+  std::string why;
+  std::vector<std::string> frameworks;
+  std::vector<std::string> registries;
+};
+
+// Where multi-node server scripts are dispatched from, and the agentic entry's name suffix.
+struct VariantLookup {
+  std::string why;
+  std::string dispatcher;
+  std::string agentic_suffix;
+};
+
 struct Rules {
   std::vector<std::string> engine_env_prefixes;
   std::vector<NamedRule> precision_lowering_env;
   std::vector<NamedRule> engine_patch_patterns;
+  UpstreamImages upstream_images;
+  VariantLookup variant_lookup;
 };
 
 // The compiled-in rules (parsed once).

@@ -60,11 +60,11 @@ std::vector<changelog::Entry> new_entries(const RepoTree& base, const RepoTree& 
   return out;
 }
 
-// Head's typed configs, file by file (a file that does not parse contributes what did).
-std::vector<config::MasterConfig> typed_configs(const RepoTree& head, const std::vector<std::string>& paths) {
+// A revision's typed configs, file by file (a file that does not parse contributes what did).
+std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths) {
   std::vector<config::MasterConfig> out;
   for (const auto& path : paths) {
-    const auto& text = head.read(path);
+    const auto& text = tree.read(path);
     if (!text) continue;
     std::vector<config::Diagnostic> ignored;  // `validate`'s findings, not review's
     auto configs = config::parse_master_configs(*text, path, ignored);
@@ -177,6 +177,7 @@ Result<ChangeScope> compute_scope(const RepoTree& base, const RepoTree& head, co
   if (touched.empty() && changed_recipes.empty()) return scope;
 
   // Typed head configs map keys to recipes and back.
+  auto base_configs = typed_configs(base, differing);
   for (auto& config : typed_configs(head, options.config_files)) {
     auto recipes = existing_recipes(head, config);
     const bool by_config = touched.contains(config.key);
@@ -192,6 +193,11 @@ Result<ChangeScope> compute_scope(const RepoTree& base, const RepoTree& head, co
     scoped.added = by_config && !find_tree(before, config.key);
     scoped.config_changed = by_config;
     scoped.recipes = recipes;
+    if (by_config) {
+      auto old =
+          std::find_if(base_configs.begin(), base_configs.end(), [&](const auto& c) { return c.key == config.key; });
+      if (old != base_configs.end()) scoped.base_config = std::move(*old);
+    }
     for (const auto& recipe : recipes) add_recipe(scope, recipe, scope.is_changed(recipe), config.key);
     scoped.config = std::move(config);
     scope.keys.push_back(std::move(scoped));

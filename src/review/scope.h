@@ -27,12 +27,13 @@ struct ReviewOptions;
 
 struct ScopedKey {
   std::string key;
-  std::string file;                            // the master config holding it in head
-  int line = 0;                                // its `key:` line in that file
-  bool added = false;                          // not in the base
-  bool config_changed = false;                 // added, or its YAML value changed (else in scope by its recipe)
-  std::optional<config::MasterConfig> config;  // head's typed config (absent if it does not parse)
-  std::vector<std::string> recipes;            // its recipe scripts present in head
+  std::string file;                                 // the master config holding it in head
+  int line = 0;                                     // its `key:` line in that file
+  bool added = false;                               // not in the base
+  bool config_changed = false;                      // added, or its YAML value changed (else in scope by its recipe)
+  std::optional<config::MasterConfig> config;       // head's typed config (absent if it does not parse)
+  std::optional<config::MasterConfig> base_config;  // the base's, when the key changed and was there
+  std::vector<std::string> recipes;                 // its recipe scripts present in head
 };
 
 struct ScopedRecipe {

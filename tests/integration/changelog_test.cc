@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/git_repo.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
 
@@ -70,7 +71,7 @@ TEST(ChangelogCheck, UsageErrorsExit2) {
 class ChangelogRepo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (find_on_path("git").empty()) GTEST_SKIP() << "git is not on PATH";
+    if (!git_available()) GTEST_SKIP() << "git is not on PATH";
     previous_ = fs::current_path();
     dir_ = scratch_dir("changelog_repo");
     fs::current_path(dir_);
@@ -83,10 +84,8 @@ class ChangelogRepo : public ::testing::Test {
     fs::current_path(previous_);
     fs::remove_all(dir_);
   }
-  void git(std::vector<std::string> args) {
-    std::vector<std::string> argv = {find_on_path("git"), "-c", "user.name=ixbench", "-c", "user.email=ix@example.com"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto result = run_process(argv);
+  void git(const std::vector<std::string>& args) {
+    auto result = run_git(dir_, args);
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   void commit(const std::string& text) {

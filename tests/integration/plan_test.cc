@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/git_repo.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
 
@@ -176,7 +177,7 @@ TEST_F(Plan, RefusesWhatCannotBePlanned) {
 class PlanRepo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (find_on_path("git").empty()) GTEST_SKIP() << "git is not on PATH";
+    if (!git_available()) GTEST_SKIP() << "git is not on PATH";
     previous_ = fs::current_path();
     dir_ = scratch_dir("plan_repo");
     fs::current_path(dir_);
@@ -184,19 +185,15 @@ class PlanRepo : public ::testing::Test {
     fs::copy_file(source_path("examples/demo/configs/sim-master.yaml"), "configs/master.yaml");
     fs::copy_file(source_path("examples/demo/configs/runners.yaml"), "configs/runners.yaml");
     write("perf-changelog.yaml", kEntryOne);
-    git({"init", "-q"});
-    git({"add", "-A"});
-    git({"commit", "-q", "-m", "base"});
+    ASSERT_EQ(git_commit_all(dir_, "base"), "");
   }
   void TearDown() override {
     if (previous_.empty()) return;
     fs::current_path(previous_);
     fs::remove_all(dir_);
   }
-  void git(std::vector<std::string> args) {
-    std::vector<std::string> argv = {find_on_path("git"), "-c", "user.name=ixbench", "-c", "user.email=ix@example.com"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto result = run_process(argv);
+  void git(const std::vector<std::string>& args) {
+    auto result = run_git(dir_, args);
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   // Replaces `from` by `to` in the master config, appends an append-only entry, commits.

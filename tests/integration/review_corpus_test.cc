@@ -25,8 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace bj = boost::json;
 
-const std::set<std::string> kBuiltChecks = {"changelog-gate", "changelog-coverage", "dead-knob", "engine-patch",
-                                            "precision-override"};
+const std::set<std::string> kBuiltChecks = {"changelog-gate", "changelog-coverage", "dead-knob",
+                                            "engine-patch",   "precision-override", "deprecated",
+                                            "upstream-image", "variant-lookup"};
 
 struct Expectation {
   std::string check;

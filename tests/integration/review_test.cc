@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/git_repo.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
 
@@ -48,6 +49,8 @@ const std::string kLibrary =
     "  REPLAY_CMD+=\" --concurrency ${CONC}\"\n"
     "}\n";
 
+const std::string kRecipePath = "benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang.sh";
+
 const std::string kRecipe =
     "#!/usr/bin/env bash\n"
     "source \"$(dirname \"$0\")/../benchmark_lib.sh\"\n"
@@ -59,7 +62,7 @@ Files base_files() {
   return {{"perf-changelog.yaml", kChangelog},
           {"configs/nvidia-master.yaml", kConfig},
           {"benchmarks/benchmark_lib.sh", kLibrary},
-          {"benchmarks/single_node/dsr1_fp8_h200_sglang.sh", kRecipe}};
+          {kRecipePath, kRecipe}};
 }
 
 std::string appended_entry() {
@@ -90,9 +93,12 @@ class Review : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   ProcessResult review(const Files& head, std::vector<std::string> extra = {}) {
+    return review_change(base_files(), head, std::move(extra));
+  }
+  ProcessResult review_change(const Files& base, const Files& head, std::vector<std::string> extra = {}) {
     fs::remove_all(dir_ / "base");
     fs::remove_all(dir_ / "head");
-    write_tree(dir_ / "base", base_files());
+    write_tree(dir_ / "base", base);
     write_tree(dir_ / "head", head);
     std::vector<std::string> args = {"review",
                                      "--base",
@@ -105,8 +111,11 @@ class Review : public ::testing::Test {
     return run_ixbench(args);
   }
   // The check's JSON object from a --format json review.
-  bj::object check(const Files& head, const std::string& id) {
-    auto result = review(head, {"--format", "json"});
+  bj::object check(const Files& head, const std::string& id) { return check_change(base_files(), head, id); }
+  bj::object check_change(const Files& base, const Files& head, const std::string& id,
+                          std::vector<std::string> extra = {}) {
+    extra.insert(extra.end(), {"--format", "json"});
+    auto result = review_change(base, head, extra);
     auto parsed = bj::parse(result.out).as_object();
     for (const auto& c : parsed.at("checks").as_array()) {
       if (c.at("id").as_string() == id) return c.as_object();
@@ -136,18 +145,20 @@ TEST_F(Review, ACleanChangePassesAndExitsZero) {
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("PASS changelog-gate"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("PASS changelog-coverage"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("N/A  dead-knob           no shell recipe changed"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("0 FAIL, 0 WARN, 2 PASS, 3 N/A"), std::string::npos) << result.out;
+  // The edited config's recipe is in scope through the config.
+  EXPECT_NE(result.out.find("PASS dead-knob"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("N/A  variant-lookup"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("0 FAIL, 0 WARN, "), std::string::npos) << result.out;
 }
 
 TEST_F(Review, AnExportedVariableNothingReadsIsADeadKnobWithTheNameThatIsRead) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] =
-      kRecipe + "# Saturation arms need a longer drain.\nexport AIPERF_BENCHMARK_GRACE_PERIOD=30\n";
+  head[kRecipePath] = kRecipe + "# Saturation arms need a longer drain.\nexport AIPERF_BENCHMARK_GRACE_PERIOD=30\n";
   auto c = check(head, "dead-knob");
   EXPECT_EQ(verdict(c), "FAIL");
   EXPECT_EQ(evidence(c),
-            "benchmarks/single_node/dsr1_fp8_h200_sglang.sh:7: AIPERF_BENCHMARK_GRACE_PERIOD is exported but nothing "
+            "benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang.sh:7: AIPERF_BENCHMARK_GRACE_PERIOD is exported "
+            "but nothing "
             "in the repository reads it; did you mean AGENTIC_WARMUP_GRACE_PERIOD (read by this recipe's scripts)?");
   EXPECT_EQ(c.at("evidence").as_array().size(), 1u) << "SGLANG_* is the engine's; CONC is read by the library";
 
@@ -158,33 +169,42 @@ TEST_F(Review, AnExportedVariableNothingReadsIsADeadKnobWithTheNameThatIsRead) {
 
 TEST_F(Review, EnginePatchesInRecipesFail) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] =
-      kRecipe +
-      "git apply /workspace/fix-indexer.patch\n"
-      "sed -i 's/assert x/pass/' /usr/local/lib/python3.12/dist-packages/sglang/srt/model_runner.py\n"
-      "pip install git+https://github.com/ROCm/aiter@aa0c5b6\n"
-      "ls /usr/local/lib/python3.12/dist-packages  # reading is fine\n";
+  head[kRecipePath] = kRecipe +
+                      "git apply /workspace/fix-indexer.patch\n"
+                      "sed -i 's/assert x/pass/' /usr/local/lib/python3.12/dist-packages/sglang/srt/model_runner.py\n"
+                      "pip install git+https://github.com/ROCm/aiter@aa0c5b6\n"
+                      "ls /usr/local/lib/python3.12/dist-packages  # reading is fine\n";
   head["benchmarks/overlay/fix.patch"] = "--- a/x\n+++ b/x\n";
   auto c = check(head, "engine-patch");
   EXPECT_EQ(verdict(c), "FAIL");
   ASSERT_EQ(c.at("evidence").as_array().size(), 4u) << bj::serialize(c);
   EXPECT_EQ(evidence(c, 0), "benchmarks/overlay/fix.patch:1: the change adds a patch file, fix.patch");
-  EXPECT_EQ(
-      evidence(c, 1),
-      "benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6: 'git apply': applies a patch to source inside the image: "
-      "git apply /workspace/fix-indexer.patch");
+  EXPECT_EQ(evidence(c, 1),
+            "benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang.sh:6: 'git apply': applies a patch to source "
+            "inside the image: "
+            "git apply /workspace/fix-indexer.patch");
   EXPECT_NE(evidence(c, 2).find("dsr1_fp8_h200_sglang.sh:7: 'dist-packages'"), std::string::npos) << evidence(c, 2);
   EXPECT_NE(evidence(c, 3).find("dsr1_fp8_h200_sglang.sh:8: 'pip install git+'"), std::string::npos) << evidence(c, 3);
 }
 
-TEST_F(Review, PrecisionLoweringOverridesFail) {
+const std::string kMtpRecipePath = "benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang_mtp.sh";
+
+TEST_F(Review, PrecisionLoweringOverridesFailWhenTheyReachADraftModel) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  head[kMtpRecipePath] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
   auto c = check(head, "precision-override");
   EXPECT_EQ(verdict(c), "FAIL");
-  EXPECT_NE(evidence(c).find("dsr1_fp8_h200_sglang.sh:6: AITER_BF16_FP8_MOE_BOUND: runs BF16 MoE layers with FP8"),
+  EXPECT_NE(evidence(c).find("dsr1_fp8_h200_sglang_mtp.sh:6: AITER_BF16_FP8_MOE_BOUND reaches the draft model: runs "
+                             "BF16 MoE layers with FP8"),
             std::string::npos)
       << evidence(c);
+  // The target alone at a lower precision is allowed.
+  head.erase(kMtpRecipePath);
+  head[kRecipePath] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  c = check(head, "precision-override");
+  EXPECT_EQ(verdict(c), "PASS");
+  EXPECT_EQ(c.at("summary").as_string(),
+            "1 precision-lowering override(s), none reaches a draft model (lower target precision is allowed)");
 }
 
 TEST_F(Review, AConfigEditWithoutAnEntryFailsCoverage) {
@@ -212,40 +232,40 @@ TEST_F(Review, TheChangelogGateRunsOnTheChange) {
   EXPECT_EQ(result.err, "ixbench: error: review found FAIL verdicts (above)\n");
 }
 
-TEST_F(Review, MarkdownAndJsonCarryTheSameVerdicts) {
+TEST_F(Review, TextMarkdownAndJsonCarryTheSameVerdicts) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  head[kMtpRecipePath] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  auto text = review(head);
   auto markdown = review(head, {"--format", "markdown"});
+  auto json = bj::parse(review(head, {"--format", "json"}).out).as_object();
   EXPECT_EQ(markdown.exit_code, 1);
-  EXPECT_NE(markdown.out.find("### ixbench review: 1 FAIL, 0 WARN, 4 PASS, 0 N/A"), std::string::npos) << markdown.out;
-  EXPECT_NE(markdown.out.find("| No precision-lowering environment overrides | **FAIL** |"), std::string::npos)
-      << markdown.out;
-  EXPECT_NE(markdown.out.find("- `benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6`: AITER_BF16_FP8_MOE_BOUND"),
+  EXPECT_EQ(json.at("failed"), bj::value(true));
+  for (const auto& value : json.at("checks").as_array()) {
+    const auto& c = value.as_object();
+    const std::string verdict_text = std::string(c.at("verdict").as_string());
+    const std::string id = std::string(c.at("id").as_string());
+    EXPECT_NE(text.out.find((verdict_text + "    ").substr(0, 5) + id), std::string::npos) << id << "\n" << text.out;
+    EXPECT_NE(markdown.out.find("| " + std::string(c.at("title").as_string()) + " | **" + verdict_text + "** |"),
+              std::string::npos)
+        << id << "\n"
+        << markdown.out;
+  }
+  EXPECT_NE(markdown.out.find("### ixbench review: 1 FAIL, 0 WARN, "), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("- `benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang_mtp.sh:6`: "
+                              "AITER_BF16_FP8_MOE_BOUND"),
             std::string::npos)
       << markdown.out;
-  auto json = bj::parse(review(head, {"--format", "json"}).out).as_object();
-  EXPECT_EQ(json.at("failed"), bj::value(true));
-  EXPECT_EQ(json.at("checks").as_array().size(), 5u);
 }
 
 TEST_F(Review, GitRefsReviewTheCommits) {
-  if (find_on_path("git").empty()) GTEST_SKIP() << "git is not on PATH";
+  if (!git_available()) GTEST_SKIP() << "git is not on PATH";
   const fs::path repo = dir_ / "repo";
   write_tree(repo, base_files());
-  auto git = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {find_on_path("git"),        "-C", repo.string(), "-c", "user.name=ixbench", "-c",
-                                     "user.email=ix@example.com"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto result = run_process(argv);
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-  };
-  git({"init", "-q"});
-  git({"add", "-A"});
-  git({"commit", "-q", "-m", "base"});
+  ASSERT_EQ(git_commit_all(repo, "base"), "");
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AIPERF_BENCHMARK_GRACE_PERIOD=30\n";
+  head[kRecipePath] = kRecipe + "export AIPERF_BENCHMARK_GRACE_PERIOD=30\n";
   write_tree(repo, head);
-  git({"commit", "-q", "-am", "head"});
+  ASSERT_EQ(git_commit_all(repo, "head"), "");
   const fs::path previous = fs::current_path();
   fs::current_path(repo);
   auto result =
@@ -253,10 +273,10 @@ TEST_F(Review, GitRefsReviewTheCommits) {
   fs::current_path(previous);
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.out.find("review HEAD~1 -> HEAD: 3 file(s) changed"), std::string::npos) << result.out;
-  EXPECT_NE(
-      result.out.find("benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6: AIPERF_BENCHMARK_GRACE_PERIOD is "
-                      "exported but nothing in the repository reads it; did you mean AGENTIC_WARMUP_GRACE_PERIOD"),
-      std::string::npos)
+  EXPECT_NE(result.out.find(
+                "benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang.sh:6: AIPERF_BENCHMARK_GRACE_PERIOD is "
+                "exported but nothing in the repository reads it; did you mean AGENTIC_WARMUP_GRACE_PERIOD"),
+            std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("PASS changelog-coverage"), std::string::npos) << result.out;
 }
@@ -268,6 +288,169 @@ TEST_F(Review, RefusesWhatItCannotRead) {
   EXPECT_NE(result.err.find("is neither a directory nor a git ref"), std::string::npos) << result.err;
   EXPECT_EQ(run_ixbench({"review", "--base", dir_.string()}).exit_code, 2);
   EXPECT_EQ(run_ixbench({"review", "--base", dir_.string(), "--head", dir_.string(), "--format", "yaml"}).exit_code, 2);
+}
+
+TEST_F(Review, ARecipeEditNeedsAnEntryNamingTheConfigItServes) {
+  Files head = base_files();
+  head[kRecipePath] = kRecipe + "export CONC_MAX=64\n";
+  auto c = check(head, "changelog-coverage");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c), kRecipePath +
+                             ":6: the recipe of config 'dsr1-fp8-h200-sglang' is edited but no new changelog entry "
+                             "names 'dsr1-fp8-h200-sglang'");
+  head["perf-changelog.yaml"] = appended_entry();
+  EXPECT_EQ(verdict(check(head, "changelog-coverage")), "PASS");
+}
+
+TEST_F(Review, APlainAssignmentNothingReadsWarnsAndATypoOfAReadNameFails) {
+  Files head = clean_head();
+  head[kRecipePath] = kRecipe + "DRAIN_SECONDS=30\n";
+  auto c = check(head, "dead-knob");
+  EXPECT_EQ(verdict(c), "WARN");
+  EXPECT_EQ(evidence(c), kRecipePath + ":6: DRAIN_SECONDS is assigned but nothing reads it (a dead setting)");
+  head[kRecipePath] = kRecipe + "CONCC=8\n";
+  c = check(head, "dead-knob");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(evidence(c).find(":6: CONCC is assigned but never read, and CONC"), std::string::npos) << evidence(c);
+}
+
+TEST_F(Review, AnEnginePatchWaivedForThePrWarns) {
+  Files head = clean_head();
+  head[kRecipePath] = kRecipe + "git apply /workspace/fix.patch\n";
+  head["docs/waiver/2.md"] = "Accepted until the fix ships upstream.\n";
+  auto c = check_change(base_files(), head, "engine-patch", {"--pr", "2"});
+  EXPECT_EQ(verdict(c), "WARN");
+  EXPECT_NE(evidence(c).find("(waived by docs/waiver/2.md)"), std::string::npos) << evidence(c);
+  EXPECT_EQ(verdict(check_change(base_files(), head, "engine-patch", {"--pr", "3"})), "FAIL");
+}
+
+const std::string kModelsMd =
+    "# Models\n\n## Scenarios\n\n| Scenario | ISL/OSL | Status |\n|---|---|---|\n"
+    "| Single-turn 8k1k | 8192 / 1024 | Active. |\n"
+    "| Single-turn 1k1k | 1024 / 1024 | **Deprecated for all models** since 2026-07-17. |\n\n"
+    "## Model support matrix\n\n| Model | Prefix | Active scenarios | Deprecated scenarios |\n|---|---|---|---|\n"
+    "| DeepSeek-R1-0528 | `dsr1` | Single-turn 8k1k | Single-turn 1k1k |\n"
+    "| gpt-oss-120b | `gptoss` | None (retired 2026-07-06) | Single-turn 8k1k |\n";
+
+TEST_F(Review, DeprecatedScenariosRetiredModelsAndArchivedKeysFail) {
+  Files base = base_files();
+  base["MODELS.md"] = kModelsMd;
+  std::string config = kConfig;
+  config.replace(config.find("isl: 1024"), 9, "isl: 8192");
+  base["configs/nvidia-master.yaml"] = config;
+  // A new 1k1k block on an active key.
+  Files head = base;
+  head["configs/nvidia-master.yaml"] = config +
+                                       "    - isl: 1024\n      osl: 1024\n      search-space:\n"
+                                       "      - { tp: 8, conc-start: 4, conc-end: 64 }\n";
+  auto c = check_change(base, head, "deprecated");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c),
+            "configs/nvidia-master.yaml:15: 'dsr1-fp8-h200-sglang' adds the 1k1k scenario (1024/1024), deprecated "
+            "(MODELS.md:8)");
+  // A retired model re-added from the archive.
+  head = base;
+  std::string retired = kConfig;
+  retired.replace(0, retired.find(':'), "gptoss-fp4-h200-vllm");
+  retired.replace(retired.find("model-prefix: dsr1"), 18, "model-prefix: gptoss");
+  retired.replace(retired.find("isl: 1024"), 9, "isl: 8192");
+  head["configs/nvidia-master.yaml"] = config + retired;
+  head["configs/deprecated/nvidia-gptoss-master.yaml"] = retired;
+  base["configs/deprecated/nvidia-gptoss-master.yaml"] = retired;
+  c = check_change(base, head, "deprecated");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c, 0),
+            "configs/nvidia-master.yaml:15: 'gptoss-fp4-h200-vllm' serves model prefix gptoss, retired (MODELS.md:15)");
+  EXPECT_EQ(evidence(c, 1),
+            "configs/nvidia-master.yaml:15: 'gptoss-fp4-h200-vllm' is archived in "
+            "configs/deprecated/nvidia-gptoss-master.yaml: deprecated keys are not re-added");
+  // An 8k1k edit of an active model passes; no MODELS.md is no deprecation.
+  head = base;
+  head["configs/nvidia-master.yaml"].replace(head["configs/nvidia-master.yaml"].find("conc-end: 64"), 12,
+                                             "conc-end: 128");
+  EXPECT_EQ(verdict(check_change(base, head, "deprecated")), "PASS");
+  EXPECT_EQ(verdict(check_change(base, base, "deprecated")), "N/A");
+}
+
+TEST_F(Review, VllmAndSglangKeysNeedUpstreamImages) {
+  Files head = clean_head();
+  auto& config = head["configs/nvidia-master.yaml"];
+  config.replace(config.find("lmsysorg/sglang:v0.5.9-cu129"), 28, "rocm/sgl-dev:v0.5.9-mi35x");
+  auto c = check(head, "upstream-image");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c),
+            "configs/nvidia-master.yaml:2: 'dsr1-fp8-h200-sglang' (sglang) runs rocm/sgl-dev:v0.5.9-mi35x, not an "
+            "upstream image (vllm/, lmsysorg/)");
+  EXPECT_EQ(verdict(check(clean_head(), "upstream-image")), "PASS");
+  // A key whose recipe changed is judged too; an untouched one is not, whatever its image.
+  Files base = base_files();
+  base["configs/nvidia-master.yaml"] = config;
+  head = base;
+  head[kRecipePath] = kRecipe + "# comment\n";
+  EXPECT_EQ(verdict(check_change(base, head, "upstream-image")), "FAIL");
+  head = base;
+  head["benchmarks/benchmark_lib.sh"] += "# comment\n";
+  EXPECT_EQ(verdict(check_change(base, head, "upstream-image")), "N/A");
+}
+
+const std::string kDispatcher =
+    "ENGINE=\"${ENGINE:-sglang-disagg}\"\n"
+    "if [[ \"$ENGINE\" == \"atom-disagg\" ]]; then\n"
+    "    source \"$WS_PATH/server_atom.sh\"\n"
+    "else\n"
+    "    source \"$WS_PATH/server_sglang.sh\"\n"
+    "fi\n";
+
+const std::string kMultiNodeConfig =
+    "dsv4-fp4-mi355x-atom-disagg-agentic:\n"
+    "  image: rocm/atom-dev:nightly_202609221542\n"
+    "  model: deepseek-ai/DeepSeek-V4-Pro\n"
+    "  model-prefix: dsv4\n"
+    "  runner: cluster:mi355x-amds\n"
+    "  precision: fp4\n"
+    "  framework: atom-disagg\n"
+    "  kv-p2p-transfer: mooncake\n"
+    "  multinode: true\n"
+    "  disagg: true\n"
+    "  scenarios:\n"
+    "    agentic-coding:\n"
+    "    - search-space:\n"
+    "      - conc-list: [ 16 ]\n"
+    "        kv-offloading: none\n"
+    "        prefill: { num-worker: 1, tp: 8, ep: 1, dp-attn: false }\n"
+    "        decode: { num-worker: 1, tp: 8, ep: 1, dp-attn: false }\n";
+
+TEST_F(Review, AgenticMultiNodeKeysMustResolveToTheirAgentXEntry) {
+  Files base = base_files();
+  base["benchmarks/multi_node/amd_utils/server.sh"] = kDispatcher;
+  base["benchmarks/multi_node/amd_utils/models_atom.yaml"] = "DeepSeek-V4-Pro:\n  env: \"\"\n";
+  base["benchmarks/multi_node/amd_utils/server_atom.sh"] =
+      "python3 << PYEOF\nimport yaml\nwith open('${ATOM_WS_PATH}/models_atom.yaml') as f:\n"
+      "    m = yaml.safe_load(f).get('${MODEL_NAME}', {})\nPYEOF\n";
+  Files head = base;
+  head["configs/amd-master.yaml"] = kMultiNodeConfig;
+  head["benchmarks/multi_node/amd_utils/models_atom.yaml"] += "DeepSeek-V4-Pro-AgentX:\n  env: \"\"\n";
+  std::vector<std::string> configs = {"--config-files", "configs/nvidia-master.yaml", "configs/amd-master.yaml"};
+  auto c = check_change(base, head, "variant-lookup", configs);
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c),
+            "benchmarks/multi_node/amd_utils/server_atom.sh:4: looks up "
+            "benchmarks/multi_node/amd_utils/models_atom.yaml by the bare ${MODEL_NAME}: agentic "
+            "'dsv4-fp4-mi355x-atom-disagg-agentic' gets entry 'DeepSeek-V4-Pro', never 'DeepSeek-V4-Pro-AgentX'");
+  // A suffixed lookup passes when the entry exists, and fails at the key when it falls back.
+  head["benchmarks/multi_node/amd_utils/server_atom.sh"] =
+      "key = f'{model_name}-AgentX' if agentic else model_name\nm = yaml.safe_load(open('models_atom.yaml'))[key]\n";
+  EXPECT_EQ(verdict(check_change(base, head, "variant-lookup", configs)), "PASS");
+  head["benchmarks/multi_node/amd_utils/models_atom.yaml"] = base["benchmarks/multi_node/amd_utils/models_atom.yaml"];
+  c = check_change(base, head, "variant-lookup", configs);
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(evidence(c).find("configs/amd-master.yaml:1: benchmarks/multi_node/amd_utils/models_atom.yaml has no "
+                             "'DeepSeek-V4-Pro-AgentX' entry"),
+            std::string::npos)
+      << evidence(c);
+  // Without the dispatcher nothing is judged.
+  head.erase("benchmarks/multi_node/amd_utils/server.sh");
+  EXPECT_EQ(verdict(check_change(base, head, "variant-lookup", configs)), "N/A");
 }
 
 }  // namespace
