@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 git clone -q "$source_repo" "$work/repo"
 cd "$work/repo"
 echo "files: $(git ls-files | wc -l)"
-recipe=$(git ls-files 'benchmarks/single_node/fixed_seq_len/*.sh' | grep -v /deprecated/ | head -1)
+recipe=$(git ls-files 'benchmarks/single_node/fixed_seq_len/*.sh' | grep -v /deprecated/ | sed -n 1p)
 echo "recipe: $recipe"
 echo 'export AIPERF_BENCHMARK_GRACE_PERIOD=30' >> "$recipe"
 printf '\n- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - "Longer drain"\n  pr-link: XXX\n' \
