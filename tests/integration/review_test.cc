@@ -139,7 +139,7 @@ TEST_F(Review, ACleanChangePassesAndExitsZero) {
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("PASS changelog-gate"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("PASS changelog-coverage"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("N/A  dead-knob           no shell recipe changed"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("N/A  dead-knob           no shell recipe in scope"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("0 FAIL, 0 WARN, 2 PASS, 6 N/A"), std::string::npos) << result.out;
 }
 
@@ -182,12 +182,17 @@ TEST_F(Review, EnginePatchesInRecipesFail) {
 
 TEST_F(Review, PrecisionLoweringOverridesFail) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  head["benchmarks/single_node/dsr1_fp8_h200_sglang_mtp.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
   auto c = check(head, "precision-override");
   EXPECT_EQ(verdict(c), "FAIL");
-  EXPECT_NE(evidence(c).find("dsr1_fp8_h200_sglang.sh:6: AITER_BF16_FP8_MOE_BOUND: runs BF16 MoE layers with FP8"),
+  EXPECT_NE(evidence(c).find("dsr1_fp8_h200_sglang_mtp.sh:6: AITER_BF16_FP8_MOE_BOUND reaches the draft model: runs "
+                             "BF16 MoE layers with FP8"),
             std::string::npos)
       << evidence(c);
+  // Without a draft model the same override only lowers the target's precision, which is allowed.
+  head.erase("benchmarks/single_node/dsr1_fp8_h200_sglang_mtp.sh");
+  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  EXPECT_EQ(verdict(check(head, "precision-override")), "PASS");
 }
 
 TEST_F(Review, AConfigEditWithoutAnEntryFailsCoverage) {
@@ -217,13 +222,13 @@ TEST_F(Review, TheChangelogGateRunsOnTheChange) {
 
 TEST_F(Review, MarkdownAndJsonCarryTheSameVerdicts) {
   Files head = clean_head();
-  head["benchmarks/single_node/dsr1_fp8_h200_sglang.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
+  head["benchmarks/single_node/dsr1_fp8_h200_sglang_mtp.sh"] = kRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n";
   auto markdown = review(head, {"--format", "markdown"});
   EXPECT_EQ(markdown.exit_code, 1);
   EXPECT_NE(markdown.out.find("### ixbench review: 1 FAIL, 0 WARN, 4 PASS, 3 N/A"), std::string::npos) << markdown.out;
-  EXPECT_NE(markdown.out.find("| No precision-lowering environment overrides | **FAIL** |"), std::string::npos)
+  EXPECT_NE(markdown.out.find("| No precision-lowering overrides reach a draft model | **FAIL** |"), std::string::npos)
       << markdown.out;
-  EXPECT_NE(markdown.out.find("- `benchmarks/single_node/dsr1_fp8_h200_sglang.sh:6`: AITER_BF16_FP8_MOE_BOUND"),
+  EXPECT_NE(markdown.out.find("- `benchmarks/single_node/dsr1_fp8_h200_sglang_mtp.sh:6`: AITER_BF16_FP8_MOE_BOUND"),
             std::string::npos)
       << markdown.out;
   auto json = bj::parse(review(head, {"--format", "json"}).out).as_object();
