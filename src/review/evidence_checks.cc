@@ -19,6 +19,13 @@ namespace bj = boost::json;
 constexpr const char* kThresholdsFile = "utils/evals/thresholds.yaml";
 constexpr double kDefaultMinScore = 0.85;
 
+// Head's thresholds; none (every task at kDefaultMinScore) without the file.
+Result<config::EvalThresholds> head_thresholds(const RepoTree& head) {
+  const auto& text = head.read(kThresholdsFile);
+  if (!text) return config::EvalThresholds{};
+  return config::parse_eval_thresholds(*text, kThresholdsFile);
+}
+
 // The two kinds of curve (tests/data/review/README.md, `pareto`): the fields that make one curve
 // (not spec method, TP or KV tier) and its axes, named as the agg record names them.
 struct CurveKind {
@@ -61,12 +68,10 @@ bj::object curve_point(const store::ResultRecord& r, const CurveKind& kind) {
 // each dropped point at its record. `records[i]` is the submission record of the curve's point i.
 void report_curve(const metrics::ParetoCurve& curve, const std::vector<const SubmittedRecord*>& records,
                   CheckResult& result) {
-  const std::string coverage = fmt::format("{} points, {} on the frontier, {} dropped", curve.points.size(),
-                                           curve.frontier.size(), curve.dropped.size());
   const size_t first = curve.points.empty() ? curve.dropped.front().record : curve.points.front().record;
   result.evidence.push_back(
       {records[first]->origin, 0,
-       fmt::format("curve {}: {}{}", curve.key, coverage,
+       fmt::format("curve {}: {}{}", curve.key, metrics::coverage_text(curve),
                    curve.frontier.size() < metrics::kMinFrontierPoints
                        ? fmt::format(" (fewer than {} on the frontier)", metrics::kMinFrontierPoints)
                        : "")});
@@ -110,23 +115,19 @@ CheckResult check_evals(const ReviewInput& input) {
   CheckResult result = start_check("evals", "Evals pass their thresholds");
   const auto& sets = input.submission.eval_sets;
   if (sets.empty()) return not_applicable(std::move(result), "no eval set in --results or --db");
-  config::EvalThresholds thresholds;
-  if (const auto& text = input.head.read(kThresholdsFile)) {
-    auto parsed = config::parse_eval_thresholds(*text, kThresholdsFile);
-    if (!parsed) {
-      result.verdict = Verdict::kFail;
-      result.summary = fmt::format("{} does not parse: no threshold to check against", kThresholdsFile);
-      result.evidence.push_back({kThresholdsFile, 0, parsed.error().message()});
-      result.fix = "fix the thresholds file (default.<task>, models.<prefix>.<task> minimum scores)";
-      return result;
-    }
-    thresholds = std::move(*parsed);
+  auto thresholds = head_thresholds(input.head);
+  if (!thresholds) {
+    result.verdict = Verdict::kFail;
+    result.summary = fmt::format("{} does not parse: no threshold to check against", kThresholdsFile);
+    result.evidence.push_back({kThresholdsFile, 0, thresholds.error().message()});
+    result.fix = "fix the thresholds file (default.<task>, models.<prefix>.<task> minimum scores)";
+    return result;
   }
   eval::EvalCheckOptions options;
   options.min_score = kDefaultMinScore;
   int checked = 0;
   for (const auto& set : sets) {
-    const auto report = eval::check_eval_results(set.results, thresholds, options);
+    const auto report = eval::check_eval_results(set.results, *thresholds, options);
     checked += report.checked;
     for (const auto& line : report.lines) {
       if (!line.passed) result.evidence.push_back({line.file.empty() ? set.source : line.file, 0, line.text});
@@ -165,8 +166,7 @@ CheckResult check_pareto(const ReviewInput& input) {
     for (const auto& curve : metrics::pareto_curves(points, kind.x, kind.y, kind.group_by)) {
       ++curves;
       if (curve.pass()) {
-        covered.push_back(fmt::format("{} points, {} on the frontier, {} dropped", curve.points.size(),
-                                      curve.frontier.size(), curve.dropped.size()));
+        covered.push_back(metrics::coverage_text(curve));
         continue;
       }
       ++short_curves;
