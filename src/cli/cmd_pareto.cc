@@ -74,8 +74,7 @@ std::string conc_of(const bj::object& record) {
 
 void print_table(const std::vector<metrics::ParetoCurve>& curves, const Records& in, const Flags& f) {
   for (const auto& curve : curves) {
-    fmt::print("{}: {} points, {} on the frontier, {} dropped: {}\n", curve.key, curve.points.size(),
-               curve.frontier.size(), curve.dropped.size(), curve.pass() ? "PASS" : "WARN");
+    fmt::print("{}: {}: {}\n", curve.key, metrics::coverage_text(curve), curve.pass() ? "PASS" : "WARN");
     fmt::print("  {:>14} {:>14} {:>6}\n", f.x, f.y, "conc");
     for (const auto& p : curve.frontier)
       fmt::print("  {:>14.6g} {:>14.6g} {:>6}\n", p.x, p.y, conc_of(in.records[p.record]));

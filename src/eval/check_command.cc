@@ -10,7 +10,6 @@
 
 #include "common/file_io.h"
 #include "common/json_io.h"
-#include "config/eval_thresholds.h"
 
 namespace ix::eval {
 
@@ -28,7 +27,7 @@ std::optional<int64_t> conc_suffix(const fs::path& path) {
   return std::stoll(m[1].str());
 }
 
-Result<std::vector<fs::path>> result_files(const std::vector<std::string>& given) {
+std::vector<fs::path> result_files(const std::vector<std::string>& given) {
   std::vector<fs::path> out;
   for (const auto& item : given) {
     const fs::path path(item);
@@ -48,49 +47,88 @@ Result<std::vector<fs::path>> result_files(const std::vector<std::string>& given
   return out;
 }
 
+std::optional<std::vector<int64_t>> positive_ints(const bj::object& meta, const char* key) {
+  const bj::value* v = meta.if_contains(key);
+  if (v == nullptr || !v->is_array()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const auto& item : v->as_array()) {
+    if (!item.is_int64() || item.as_int64() <= 0) return std::nullopt;
+    out.push_back(item.as_int64());
+  }
+  return out;
+}
+
+std::optional<EvalManifest> read_manifest(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  auto meta = json::read_file(path);
+  if (!meta || !meta->is_object()) return std::nullopt;
+  const bj::object& o = meta->as_object();
+  EvalManifest out;
+  if (const bj::value* p = o.if_contains("infmax_model_prefix"); p && p->is_string() && p->as_string() != "unknown")
+    out.model_prefix = std::string(p->as_string());
+  out.batched = o.contains("eval_concs");
+  out.eval_concs = positive_ints(o, "eval_concs");
+  out.completed_eval_concs = positive_ints(o, "completed_eval_concs");
+  out.failed_eval_concs = positive_ints(o, "failed_eval_concs");
+  return out;
+}
+
+Result<EvalResultFile> read_results_file(const fs::path& path) {
+  auto data = json::read_file(path);
+  if (!data) return std::unexpected(data.error());
+  if (!data->is_object()) return fail(ErrorCode::kParse, fmt::format("{}: not a JSON object", path.string()));
+  EvalResultFile out{.path = path.string(), .conc = conc_suffix(path), .incomplete = {}, .scores = {}};
+  if (const bj::value* block = data->as_object().if_contains("ixbench"); block && block->is_object()) {
+    if (const bj::value* complete = block->as_object().if_contains("complete");
+        complete && complete->is_bool() && !complete->as_bool()) {
+      const bj::value* reason = block->as_object().if_contains("stop_reason");
+      out.incomplete = reason && reason->is_string() ? std::string(reason->as_string()) : "requests failed";
+    }
+  }
+  const bj::value* results = data->as_object().if_contains("results");
+  if (results == nullptr || !results->is_object()) return out;
+  for (const auto& [task, metrics] : results->as_object()) {
+    if (!metrics.is_object()) continue;
+    for (const auto& [name, value] : metrics.as_object()) {
+      if (value.is_number()) out.scores.push_back({std::string(task), std::string(name), value.to_number<double>()});
+    }
+  }
+  return out;
+}
+
 struct Checker {
   const EvalCheckOptions& o;
-  config::EvalThresholds thresholds;
-  std::string prefix;
-  int checked = 0;
-  bool failed = false;
+  const config::EvalThresholds& thresholds;
+  EvalCheckReport report;
 
-  void fail_line(const std::string& text) {
-    fmt::print(stderr, "FAIL: {}\n", text);
-    failed = true;
+  void fail_line(std::string text, std::string file = "") { report.lines.push_back({false, file, std::move(text)}); }
+  void pass_line(std::string text, std::string file = "") { report.lines.push_back({true, file, std::move(text)}); }
+  bool failed() const {
+    return std::any_of(report.lines.begin(), report.lines.end(), [](const EvalCheckLine& l) { return !l.passed; });
   }
-  void pass_line(const std::string& text) { fmt::print("PASS: {}\n", text); }
 };
 
 // validate_batch_manifest() of validate_scores.py.
-void check_manifest(Checker& c, const std::optional<bj::object>& meta, const std::vector<fs::path>& files) {
+void check_manifest(Checker& c, const EvalResultSet& set) {
   const auto& expected_flag = c.o.expected_concs;
+  const auto& meta = set.manifest;
   if (!meta) {
     const bool batched =
-        std::any_of(files.begin(), files.end(), [](const fs::path& f) { return conc_suffix(f).has_value(); });
+        std::any_of(set.files.begin(), set.files.end(), [](const EvalResultFile& f) { return f.conc.has_value(); });
     if (expected_flag || batched)
       c.fail_line("batched eval result files exist but meta_env.json is unavailable or invalid");
     return;
   }
-  auto ints = [&](const char* key) -> std::optional<std::vector<int64_t>> {
-    const bj::value* v = meta->if_contains(key);
-    if (v == nullptr || !v->is_array()) return std::nullopt;
-    std::vector<int64_t> out;
-    for (const auto& item : v->as_array()) {
-      if (!item.is_int64() || item.as_int64() <= 0) return std::nullopt;
-      out.push_back(item.as_int64());
-    }
-    return out;
-  };
-  if (!meta->contains("eval_concs")) {
+  if (!meta->batched) {
     if (!expected_flag) return;
     if (expected_flag->size() > 1)
       c.fail_line("workflow requested multiple concurrencies but batched eval metadata is missing");
     return;
   }
-  auto requested = ints("eval_concs");
-  auto completed = ints("completed_eval_concs");
-  auto failed = ints("failed_eval_concs");
+  const auto& requested = meta->eval_concs;
+  const auto& completed = meta->completed_eval_concs;
+  const auto& failed = meta->failed_eval_concs;
   if (!requested || !completed || !failed) {
     c.fail_line("batched eval metadata must contain list-valued concurrency fields of positive integers");
     return;
@@ -107,11 +145,11 @@ void check_manifest(Checker& c, const std::optional<bj::object>& meta, const std
   if (!missing.empty())
     c.fail_line(fmt::format("batched eval is missing completed concurrency: {}", fmt::join(missing, ", ")));
   std::set<int64_t> have;
-  for (const auto& f : files) {
-    if (auto n = conc_suffix(f)) {
-      have.insert(*n);
+  for (const auto& f : set.files) {
+    if (f.conc) {
+      have.insert(*f.conc);
     } else {
-      c.fail_line(fmt::format("batched eval result lacks a concurrency suffix: {}", f.string()));
+      c.fail_line(fmt::format("batched eval result lacks a concurrency suffix: {}", f.path), f.path);
     }
   }
   missing.clear();
@@ -119,106 +157,98 @@ void check_manifest(Checker& c, const std::optional<bj::object>& meta, const std
     if (!have.contains(v)) missing.push_back(v);
   if (!missing.empty())
     c.fail_line(fmt::format("batched eval is missing result files for concurrency: {}", fmt::join(missing, ", ")));
-  if (!c.failed) c.pass_line("batched eval produced every requested concurrency");
+  if (!c.failed()) c.pass_line("batched eval produced every requested concurrency");
 }
 
-Result<void> check_results_file(Checker& c, const fs::path& file) {
-  auto data = json::read_file(file);
-  if (!data) return std::unexpected(data.error());
-  if (!data->is_object()) return fail(ErrorCode::kParse, fmt::format("{}: not a JSON object", file.string()));
-  const auto conc = conc_suffix(file);
-  const std::string label = conc ? fmt::format("[conc={}] ", *conc) : "";
-  if (const bj::value* block = data->as_object().if_contains("ixbench"); block && block->is_object()) {
-    if (const bj::value* complete = block->as_object().if_contains("complete");
-        complete && complete->is_bool() && !complete->as_bool()) {
-      const bj::value* reason = block->as_object().if_contains("stop_reason");
-      c.fail_line(fmt::format("{}{}: the eval is incomplete ({})", label, file.string(),
-                              reason && reason->is_string() ? std::string(reason->as_string()) : "requests failed"));
+void check_results_file(Checker& c, const EvalResultFile& file) {
+  const std::string label = file.conc ? fmt::format("[conc={}] ", *file.conc) : "";
+  if (file.incomplete)
+    c.fail_line(fmt::format("{}{}: the eval is incomplete ({})", label, file.path, *file.incomplete), file.path);
+  for (const auto& score : file.scores) {
+    if (!score.metric.starts_with(c.o.metric_prefix) || score.metric.find("stderr") != std::string::npos) continue;
+    const auto threshold = config::resolve_threshold(c.thresholds, c.report.model_prefix, score.task, c.o.min_score);
+    ++c.report.checked;
+    const bool below = score.value < threshold.min_score;
+    std::string line = fmt::format("{}{} {} = {:.4f} ({} {} from {})", label, score.task, score.metric, score.value,
+                                   below ? "<" : ">=", threshold.min_score, threshold.source);
+    if (below) {
+      c.fail_line(std::move(line), file.path);
+    } else {
+      c.pass_line(std::move(line), file.path);
     }
   }
-  const bj::value* results = data->as_object().if_contains("results");
-  if (results == nullptr || !results->is_object()) return {};
-  for (const auto& [task, metrics] : results->as_object()) {
-    if (!metrics.is_object()) continue;
-    const auto threshold = config::resolve_threshold(c.thresholds, c.prefix, task, c.o.min_score);
-    for (const auto& [name, value] : metrics.as_object()) {
-      if (!std::string_view(name).starts_with(c.o.metric_prefix) ||
-          std::string_view(name).find("stderr") != std::string_view::npos)
-        continue;
-      if (!value.is_number()) continue;
-      const double score = value.to_number<double>();
-      ++c.checked;
-      const std::string line =
-          fmt::format("{}{} {} = {:.4f} ({} {} from {})", label, std::string_view(task), std::string_view(name), score,
-                      score < threshold.min_score ? "<" : ">=", threshold.min_score, threshold.source);
-      if (score < threshold.min_score) {
-        c.fail_line(line);
-      } else {
-        c.pass_line(line);
-      }
-    }
-  }
-  return {};
-}
-
-std::optional<bj::object> read_meta(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  auto meta = json::read_file(path);
-  if (!meta || !meta->is_object()) return std::nullopt;
-  return meta->as_object();
-}
-
-std::string detect_prefix(const EvalCheckOptions& o, const std::optional<bj::object>& meta) {
-  if (!o.model_prefix.empty()) return o.model_prefix;
-  if (meta) {
-    if (const bj::value* p = meta->if_contains("infmax_model_prefix");
-        p && p->is_string() && p->as_string() != "unknown")
-      return std::string(p->as_string());
-  }
-  if (const char* env = std::getenv("MODEL_PREFIX");
-      env != nullptr && *env != '\0' && std::string_view(env) != "unknown")
-    return env;
-  return {};
 }
 
 }  // namespace
 
-Result<int> run_eval_check(const EvalCheckOptions& o) {
-  if (o.results.empty())
-    return fail(ErrorCode::kInvalidArgument, "--results is required (result files or directories)");
-  Checker c{o, {}, {}};
-  if (!o.thresholds.empty()) {
-    auto thresholds = config::load_eval_thresholds(o.thresholds);
-    if (!thresholds) return std::unexpected(thresholds.error());
-    c.thresholds = std::move(*thresholds);
-    fmt::print("Loaded thresholds from {}\n", o.thresholds);
+bool EvalCheckReport::passed() const {
+  return checked > 0 && std::all_of(lines.begin(), lines.end(), [](const EvalCheckLine& l) { return l.passed; });
+}
+
+Result<EvalResultSet> read_eval_results(const EvalCheckOptions& o) {
+  EvalResultSet set;
+  for (const auto& path : result_files(o.results)) {
+    auto file = read_results_file(path);
+    if (!file) return std::unexpected(file.error());
+    set.files.push_back(std::move(*file));
   }
-  auto files = result_files(o.results);
-  if (!files) return std::unexpected(files.error());
   fs::path meta_path = o.meta_env;
-  if (meta_path.empty()) {
+  if (meta_path.empty() && !o.results.empty()) {
     const fs::path first(o.results.front());
     std::error_code ec;
     meta_path = (fs::is_directory(first, ec) ? first : first.parent_path()) / "meta_env.json";
   }
-  const auto meta = read_meta(meta_path);
-  c.prefix = detect_prefix(o, meta);
-  if (c.prefix.empty()) {
+  if (!meta_path.empty()) set.manifest = read_manifest(meta_path);
+  return set;
+}
+
+EvalCheckReport check_eval_results(const EvalResultSet& set, const config::EvalThresholds& thresholds,
+                                   const EvalCheckOptions& o) {
+  Checker c{o, thresholds, {}};
+  c.report.model_prefix = !o.model_prefix.empty() ? o.model_prefix : set.manifest ? set.manifest->model_prefix : "";
+  check_manifest(c, set);
+  for (const auto& file : set.files) check_results_file(c, file);
+  if (c.report.checked == 0)
+    c.fail_line(fmt::format("no metrics matched prefix '{}' in {} result file(s)", o.metric_prefix, set.files.size()));
+  return std::move(c.report);
+}
+
+Result<int> run_eval_check(const EvalCheckOptions& o) {
+  if (o.results.empty())
+    return fail(ErrorCode::kInvalidArgument, "--results is required (result files or directories)");
+  config::EvalThresholds thresholds;
+  if (!o.thresholds.empty()) {
+    auto loaded = config::load_eval_thresholds(o.thresholds);
+    if (!loaded) return std::unexpected(loaded.error());
+    thresholds = std::move(*loaded);
+    fmt::print("Loaded thresholds from {}\n", o.thresholds);
+  }
+  auto set = read_eval_results(o);
+  if (!set) return std::unexpected(set.error());
+  // $MODEL_PREFIX is the prefix's last source (after --model-prefix and meta_env.json).
+  EvalCheckOptions options = o;
+  const char* env = std::getenv("MODEL_PREFIX");
+  const bool manifest_names_prefix = set->manifest && !set->manifest->model_prefix.empty();
+  if (options.model_prefix.empty() && !manifest_names_prefix && env != nullptr && *env != '\0' &&
+      std::string_view(env) != "unknown")
+    options.model_prefix = env;
+  const auto report = check_eval_results(*set, thresholds, options);
+  if (report.model_prefix.empty()) {
     fmt::print("Model prefix: <unknown> (using global default thresholds)\n");
   } else {
-    fmt::print("Model prefix: {} ({})\n", c.prefix,
-               c.thresholds.models.contains(c.prefix) ? "per-model thresholds apply"
-                                                      : "no per-model override; using global default");
+    fmt::print("Model prefix: {} ({})\n", report.model_prefix,
+               thresholds.models.contains(report.model_prefix) ? "per-model thresholds apply"
+                                                               : "no per-model override; using global default");
   }
-  check_manifest(c, meta, *files);
-  for (const auto& file : *files) {
-    if (auto ok = check_results_file(c, file); !ok) return std::unexpected(ok.error());
+  for (const auto& line : report.lines) {
+    if (line.passed) {
+      fmt::print("PASS: {}\n", line.text);
+    } else {
+      fmt::print(stderr, "FAIL: {}\n", line.text);
+    }
   }
-  if (c.checked == 0)
-    fmt::print(stderr, "FAIL: no metrics matched prefix '{}' in {} result file(s)\n", o.metric_prefix, files->size());
   std::fflush(stdout);
-  return c.failed || c.checked == 0 ? 1 : 0;
+  return report.passed() ? 0 : 1;
 }
 
 }  // namespace ix::eval

@@ -40,6 +40,11 @@ std::vector<ParetoPoint> pareto_frontier(std::vector<ParetoPoint> points, bool x
   return kept;
 }
 
+std::string coverage_text(const ParetoCurve& curve) {
+  return fmt::format("{} points, {} on the frontier, {} dropped", curve.points.size(), curve.frontier.size(),
+                     curve.dropped.size());
+}
+
 namespace {
 
 std::optional<double> number(const bj::object& record, const std::string& key) {

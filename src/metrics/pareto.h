@@ -46,6 +46,10 @@ struct ParetoCurve {
   bool pass() const { return frontier.size() >= kMinFrontierPoints && dropped.empty(); }
 };
 
+// The coverage in words, as `ixbench pareto` and `ixbench review` print it:
+// "5 points, 4 on the frontier, 0 dropped".
+std::string coverage_text(const ParetoCurve& curve);
+
 // The frontier of valid points (the walk above).
 std::vector<ParetoPoint> pareto_frontier(std::vector<ParetoPoint> points, bool x_higher_better, bool y_higher_better);
 

@@ -66,7 +66,7 @@ size_t report_unmatched_patterns(const RepoTree& head, const ReviewOptions& opti
 }  // namespace
 
 CheckResult check_changelog_gate(const ReviewInput& input) {
-  const auto& [base, head, scope, options] = input;
+  const auto& [base, head, scope, options, submission] = input;
   CheckResult result = start_check("changelog-gate", "perf-changelog.yaml stays append-only (SPEC §3)");
   if (!head.has(options.changelog_path))
     return not_applicable(std::move(result), options.changelog_path + " is not in the head");
@@ -92,7 +92,7 @@ CheckResult check_changelog_gate(const ReviewInput& input) {
 }
 
 CheckResult check_changelog_coverage(const ReviewInput& input) {
-  const auto& [base, head, scope, options] = input;
+  const auto& [base, head, scope, options, submission] = input;
   CheckResult result = start_check("changelog-coverage", "Every added or edited config key has a changelog entry");
   const size_t unmatched = report_unmatched_patterns(head, options, scope.new_entries, result);
   if (scope.keys.empty() && unmatched == 0)

@@ -58,20 +58,26 @@ bool Review::failed() const {
 Result<Review> run_review(const RepoTree& base, const RepoTree& head, const ReviewOptions& options) {
   auto scope = compute_scope(base, head, options);
   if (!scope) return std::unexpected(scope.error());
-  const ReviewInput input{base, head, *scope, options};
+  auto submission = read_submission(options);
+  if (!submission) return std::unexpected(submission.error());
+  const ReviewInput input{base, head, *scope, options, *submission};
   using Check = CheckResult (*)(const ReviewInput&);
+  // One check a line, in the order the review prints them.
+  // clang-format off
   static constexpr Check kChecks[] = {
-      // clang-format off
       check_changelog_gate,
       check_changelog_coverage,
       check_dead_knobs,
       check_engine_patches,
       check_precision_overrides,
+      check_evals,
+      check_pareto,
       check_deprecated,
       check_upstream_images,
       check_variant_lookup,
-      // clang-format on
+      check_pr_template,
   };
+  // clang-format on
   Review review{base.label(), head.label(), scope->changed, {}};
   for (const Check check : kChecks) review.checks.push_back(check(input));
   return review;

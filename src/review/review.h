@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "review/repo_tree.h"
 #include "review/scope.h"
+#include "review/submission.h"
 
 namespace ix::review {
 
@@ -61,12 +62,14 @@ struct ReviewOptions {
   std::string pr_body;      // --pr-body: the pull request's body / sign-off, a local file ("" = none)
 };
 
-// What every check reads: both revisions, what the change touches, and the options.
+// What every check reads: both revisions, what the change touches, the options, and what the
+// submission hands in besides the change (--results, --db, --pr-body).
 struct ReviewInput {
   const RepoTree& base;
   const RepoTree& head;
   const ChangeScope& scope;
   const ReviewOptions& options;
+  const Submission& submission;
 };
 
 struct Review {
@@ -88,6 +91,9 @@ CheckResult check_precision_overrides(const ReviewInput& input);
 CheckResult check_deprecated(const ReviewInput& input);
 CheckResult check_upstream_images(const ReviewInput& input);
 CheckResult check_variant_lookup(const ReviewInput& input);
+CheckResult check_evals(const ReviewInput& input);
+CheckResult check_pareto(const ReviewInput& input);
+CheckResult check_pr_template(const ReviewInput& input);
 
 std::string format_text(const Review& review);
 std::string format_markdown(const Review& review);

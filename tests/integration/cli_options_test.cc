@@ -499,6 +499,9 @@ std::map<std::string, CommandCase> command_cases() {
                          {"--changelog", {"--changelog", "perf-changelog.yaml"}},
                          {"--config-files", {"--config-files", "configs/sim-master.yaml"}},
                          {"--pr", {"--pr", "7"}},
+                         {"--results", {"--results", "{source}/tests/data/review/clean-sglang-agentic-mtp/results"}},
+                         {"--db", {"--db", "{fixture}/store.db"}},
+                         {"--pr-body", {"--pr-body", "{source}/tests/data/review/clean-sglang-agentic-mtp/pr-body.md"}},
                          {"--format", {"--format", "markdown"}},
                      }};
   cases["validate"] = {.base = {"--config-files", "{master}", "--runner-config", "{runners}"},
@@ -743,6 +746,10 @@ class CliOptions : public ::testing::Test {
     write_text(dir_ / "plan.json", std::string(R"({"single_node":{"1k1k":[)") + kTinyRow + "]}}\n");
     std::filesystem::create_directories(dir_ / "job");
     write_text(dir_ / "job" / "job.json", tiny_job_spec(source_path("recipes")));
+    // A results store for `review --db` (a store it reads must exist).
+    const auto store =
+        run_ixbench({"ingest", source_path("tests/data/store/sweep"), "--db", (dir_ / "store.db").string()});
+    ASSERT_EQ(store.exit_code, 0) << store.err;
     vars_ = config_vars();
     vars_["fixture"] = dir_.string();
     vars_["source"] = source_path("");

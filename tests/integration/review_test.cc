@@ -1,6 +1,7 @@
 // `ixbench review` through the real binary: base and head repositories written here (as
 // directories, and as two commits of a git repository), one mistake class per test, each check's
 // verdict and its file:line evidence, the three output formats and the exit status.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "support/git_repo.h"
+#include "support/store_locations.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
 
@@ -111,7 +113,9 @@ class Review : public ::testing::Test {
     return run_ixbench(args);
   }
   // The check's JSON object from a --format json review.
-  bj::object check(const Files& head, const std::string& id) { return check_change(base_files(), head, id); }
+  bj::object check(const Files& head, const std::string& id, std::vector<std::string> extra = {}) {
+    return check_change(base_files(), head, id, std::move(extra));
+  }
   bj::object check_change(const Files& base, const Files& head, const std::string& id,
                           std::vector<std::string> extra = {}) {
     extra.insert(extra.end(), {"--format", "json"});
@@ -452,6 +456,307 @@ TEST_F(Review, AgenticMultiNodeKeysMustResolveToTheirAgentXEntry) {
   head.erase("benchmarks/multi_node/amd_utils/server.sh");
   EXPECT_EQ(verdict(check_change(base, head, "variant-lookup", configs)), "N/A");
 }
+
+// ---- Evidence the submission hands in: --results, --db, --pr-body ----
+
+const std::string kThresholds =
+    "default:\n  gsm8k: 0.90\nmodels:\n  dsr1:\n    gsm8k: 0.91\n  glm5:\n    gsm8k: 0.94\n";
+
+// meta_env.json of a batched eval set.
+std::string meta_env(const std::string& prefix, const std::string& requested, const std::string& completed) {
+  return fmt::format(R"({{"infmax_model_prefix": "{}", "task": "gsm8k", "eval_concs": {}, "completed_eval_concs": {}, )"
+                     R"("failed_eval_concs": []}})",
+                     prefix, requested, completed);
+}
+
+// An lm-eval results file with its two exact_match scores.
+std::string lm_eval(double strict, double flexible) {
+  return fmt::format(R"({{"results": {{"gsm8k": {{"alias": "gsm8k", "exact_match,strict-match": {}, )"
+                     R"("exact_match_stderr,strict-match": 0.007, "exact_match,flexible-extract": {}, )"
+                     R"("exact_match_stderr,flexible-extract": 0.008}}}}, "n-samples": {{"gsm8k": {{"original": 1319, )"
+                     R"("effective": 1319}}}}, "lm_eval_version": "0.4.12"}})",
+                     strict, flexible);
+}
+
+// A fixed-seq-len agg record (process_result.py's fields) of the dsr1 H200 curve.
+std::string fixed_agg(int conc, double median_e2el, double tput_per_gpu,
+                      const std::string& image = "lmsysorg/sglang:v0.5.9-cu129") {
+  return fmt::format(
+      R"({{"hw": "h200", "conc": {}, "image": "{}", "model": "deepseek-ai/DeepSeek-R1-0528", )"
+      R"("infmax_model_prefix": "dsr1", "framework": "sglang", "precision": "fp8", "spec_decoding": "none", )"
+      R"("disagg": false, "isl": 1024, "osl": 1024, "tp": 8, "pp": 1, "ep": 1, "dp_attention": false, )"
+      R"("is_multinode": false, "num_gpus": 8, "tput_per_gpu": {}, "median_e2el": {}}})",
+      conc, image, tput_per_gpu, median_e2el);
+}
+
+// An agentic agg record (process_agentic_result.py's nested metrics); `p90_e2el` < 0 leaves it out.
+std::string agentic_agg(int conc, double p90_e2el, double tput_per_gpu, const std::string& spec,
+                        const std::string& kv) {
+  const std::string e2el =
+      p90_e2el < 0 ? "" : fmt::format(R"("e2el": {{"p50": {}, "p90": {}}})", p90_e2el / 2, p90_e2el);
+  return fmt::format(
+      R"({{"hw": "h200", "conc": {}, "image": "lmsysorg/sglang:v0.5.9-cu129", "model": "deepseek-ai/DeepSeek-V4-Pro", )"
+      R"("infmax_model_prefix": "dsv4", "framework": "sglang", "precision": "fp4", "spec_decoding": "{}", )"
+      R"("scenario_type": "agentic-coding", "kv_offloading": "{}", "tp": 8, "pp": 1, "ep": 1, "num_gpus": 8, )"
+      R"("request_metrics": {{"latency": {{{}}}, "throughput": {{"per_gpu": {{"total_tput_tps": {}}}}}}}}})",
+      conc, spec, kv, e2el, tput_per_gpu);
+}
+
+// Five points of one curve, each on its frontier (E2EL and throughput both rise with conc).
+Files five_point_curve() {
+  Files out;
+  const int concs[] = {4, 8, 16, 32, 64};
+  for (int i = 0; i < 5; ++i)
+    out[fmt::format("agg_dsr1_conc{}.json", concs[i])] = fixed_agg(concs[i], 10.0 + i, 400.0 * (i + 1));
+  return out;
+}
+
+std::string summary(const bj::object& check) {
+  return std::string(check.at("summary").as_string());
+}
+
+TEST_F(Review, EvalScoresBelowTheirThresholdFailNamingTheScoreAndTheMetric) {
+  Files head = clean_head();
+  head["utils/evals/thresholds.yaml"] = kThresholds;
+  const fs::path results = dir_ / "results";
+  write_tree(results, {{"eval_dsr1/meta_env.json", meta_env("dsr1", "[16, 64]", "[16, 64]")},
+                       {"eval_dsr1/results_conc16.json", lm_eval(0.95, 0.94)},
+                       {"eval_dsr1/results_conc64.json", lm_eval(0.921, 0.904)}});
+  auto c = check(head, "evals", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  // Both filters must pass: strict-match 0.921 does, flexible-extract 0.904 is below models.dsr1's 0.91.
+  EXPECT_EQ(evidence(c), (results / "eval_dsr1/results_conc64.json").string() +
+                             ":0: [conc=64] gsm8k exact_match,flexible-extract = 0.9040 (< 0.91 from models.dsr1)");
+
+  // A batched set must hold every requested concurrency.
+  fs::remove_all(results);
+  write_tree(results, {{"eval_dsr1/meta_env.json", meta_env("dsr1", "[16, 64]", "[16]")},
+                       {"eval_dsr1/results_conc16.json", lm_eval(0.95, 0.94)}});
+  c = check(head, "evals", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(bj::serialize(c).find("batched eval is missing completed concurrency: 64"), std::string::npos)
+      << bj::serialize(c);
+
+  // models.<prefix> is an exact prefix: glm5.2 gets default.gsm8k (0.90), not glm5's 0.94.
+  fs::remove_all(results);
+  write_tree(results, {{"eval_glm/meta_env.json", meta_env("glm5.2", "[8]", "[8]")},
+                       {"eval_glm/results_conc8.json", lm_eval(0.925, 0.916)}});
+  c = check(head, "evals", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  EXPECT_EQ(summary(c), "2 score(s) of 1 eval set(s) meet their thresholds (utils/evals/thresholds.yaml)");
+
+  // Without the thresholds file every task needs 0.85.
+  head.erase("utils/evals/thresholds.yaml");
+  c = check(head, "evals", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  EXPECT_NE(summary(c).find("0.85 for every task: head has no utils/evals/thresholds.yaml"), std::string::npos)
+      << summary(c);
+
+  // Agg records alone are no eval set.
+  fs::remove_all(results);
+  write_tree(results, five_point_curve());
+  EXPECT_EQ(verdict(check(head, "evals", {"--results", results.string()})), "N/A");
+  EXPECT_EQ(verdict(check(head, "evals")), "N/A");
+}
+
+TEST_F(Review, ParetoCoverageWarnsBelowFiveFrontierPointsOrWithADroppedPoint) {
+  const fs::path results = dir_ / "results";
+  Files records = five_point_curve();
+  write_tree(results, records);
+  auto c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  EXPECT_NE(summary(c).find("1 curve(s), each with >= 5 frontier points and none dropped: 5 points, 5 on the "
+                            "frontier, 0 dropped"),
+            std::string::npos)
+      << summary(c);
+
+  // conc 64 slower and lower than conc 32: dominated, 4 on the frontier (`ixbench pareto`'s wording).
+  records["agg_dsr1_conc64.json"] = fixed_agg(64, 15.0, 1500.0);
+  write_tree(results, records);
+  c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "WARN");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c), results.string() +
+                             ":0: curve infmax_model_prefix=dsr1 isl=1024 osl=1024 hw=h200 precision=fp8 "
+                             "framework=sglang image=lmsysorg/sglang:v0.5.9-cu129: 5 points, 4 on the frontier, 0 "
+                             "dropped (fewer than 5 on the frontier)");
+
+  // Five frontier points and a failed run (E2EL 0): dropped, named by its field, and a WARN.
+  records = five_point_curve();
+  records["agg_dsr1_conc128.json"] = fixed_agg(128, 0.0, 2100.0);
+  fs::remove_all(results);
+  write_tree(results, records);
+  c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "WARN");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 2u) << bj::serialize(c);
+  EXPECT_NE(evidence(c, 0).find("5 points, 5 on the frontier, 1 dropped"), std::string::npos) << evidence(c, 0);
+  EXPECT_NE(evidence(c, 1).find((results / "agg_dsr1_conc128.json").string() + ":0: conc 128 dropped from curve "),
+            std::string::npos)
+      << evidence(c, 1);
+  EXPECT_NE(evidence(c, 1).find(": median_e2el is 0"), std::string::npos) << evidence(c, 1);
+
+  // Another image is another curve; one point is far from five.
+  records = five_point_curve();
+  records["agg_dsr1_new_image.json"] = fixed_agg(4, 9.0, 500.0, "lmsysorg/sglang:v0.6.0-cu129");
+  fs::remove_all(results);
+  write_tree(results, records);
+  c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "WARN");
+  EXPECT_EQ(summary(c), "1 of 2 curve(s) below coverage (>= 5 frontier points, none dropped)");
+  EXPECT_NE(evidence(c).find("image=lmsysorg/sglang:v0.6.0-cu129: 1 points, 1 on the frontier"), std::string::npos)
+      << evidence(c);
+
+  // Agentic records: P90 E2EL against total throughput per GPU, one curve whatever the spec
+  // method or KV tier; a record without its P90 is dropped naming the field.
+  records = {{"agg_a1.json", agentic_agg(1, 9.8, 610, "mtp", "none")},
+             {"agg_a2.json", agentic_agg(2, 10.4, 1130, "mtp", "none")},
+             {"agg_a4.json", agentic_agg(4, 11.9, 2050, "draft_model", "none")},
+             {"agg_a8.json", agentic_agg(8, 14.6, 3480, "mtp", "dram")},
+             {"agg_a16.json", agentic_agg(16, 19.3, 5310, "mtp", "dram")}};
+  fs::remove_all(results);
+  write_tree(results, records);
+  c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  records["agg_a32.json"] = agentic_agg(32, -1, 7420, "mtp", "dram");
+  write_tree(results, records);
+  c = check(clean_head(), "pareto", {"--results", results.string()});
+  EXPECT_EQ(verdict(c), "WARN");
+  EXPECT_NE(evidence(c, 0).find("curve infmax_model_prefix=dsv4 scenario=agentic hw=h200 precision=fp4 "
+                                "framework=sglang image=lmsysorg/sglang:v0.5.9-cu129: 5 points, 5 on the frontier, 1 "
+                                "dropped"),
+            std::string::npos)
+      << evidence(c, 0);
+  EXPECT_NE(evidence(c, 1).find("request_metrics.latency.e2el.p90 missing or not a number"), std::string::npos)
+      << evidence(c, 1);
+
+  fs::remove_all(results);
+  write_tree(results, {{"eval_dsr1/meta_env.json", meta_env("dsr1", "[8]", "[8]")},
+                       {"eval_dsr1/results_conc8.json", lm_eval(0.95, 0.94)}});
+  EXPECT_EQ(verdict(check(clean_head(), "pareto", {"--results", results.string()})), "N/A");
+}
+
+// InferenceX's PR_REVIEW_CHECKLIST.md template, cut down: the opening, one item, the sections.
+const std::string kSignOffTemplate =
+    "As a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
+    "- [ ] Verified that this PR passes evals.  Please link to GitHub Action workflow that shows this.\n"
+    "\n"
+    "### Additional detail section:\n"
+    "- insert any additional info here\n"
+    "\n"
+    "Signed: `FILL_IN_GITHUB_USERNAME`\n";
+
+TEST_F(Review, TheCodeownerSignOffMustBeFilledIn) {
+  const fs::path body = dir_ / "pr-body.md";
+  std::ofstream(body) << kSignOffTemplate;
+  auto c = check(clean_head(), "pr-template", {"--pr-body", body.string()});
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 2u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c, 0), body.string() +
+                                ":5: the Additional detail section holds only the template's 'insert any additional "
+                                "info here'");
+  EXPECT_EQ(evidence(c, 1), body.string() + ":7: the sign-off is still signed FILL_IN_GITHUB_USERNAME");
+
+  std::string filled = kSignOffTemplate;
+  filled.replace(filled.find("- insert any"), 34, "- Draft: the shipped MTP head at its stored precision.\n");
+  filled.replace(filled.find("`FILL_IN_GITHUB_USERNAME`"), 25, "@reviewer");
+  std::ofstream(body) << filled;
+  c = check(clean_head(), "pr-template", {"--pr-body", body.string()});
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+
+  // A placeholder left beside real details is not "nothing but" the placeholder.
+  std::string both = kSignOffTemplate;
+  both.replace(both.find("- insert any"), 0, "- Draft: the shipped MTP head.\n");
+  both.replace(both.find("`FILL_IN_GITHUB_USERNAME`"), 25, "@reviewer");
+  std::ofstream(body) << both;
+  EXPECT_EQ(verdict(check(clean_head(), "pr-template", {"--pr-body", body.string()})), "PASS");
+
+  // A body that is not the checklist: the opening sentence is missing (evidence at line 1).
+  std::ofstream(body) << "LGTM\n";
+  c = check(clean_head(), "pr-template", {"--pr-body", body.string()});
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c), body.string() +
+                             ":1: the sign-off does not open with the checklist's 'As a PR reviewer and CODEOWNER, I "
+                             "have reviewed this and have:'");
+
+  EXPECT_EQ(verdict(check(clean_head(), "pr-template")), "N/A");
+}
+
+// Evidence that was given but cannot be read fails the review as an unreadable --base does: exit 1,
+// one error naming the flag and the path, no review printed.
+TEST_F(Review, EvidenceThatCannotBeReadFailsTheReviewNamingIt) {
+  auto refused = [&](std::vector<std::string> extra, const std::string& says) {
+    auto result = review(clean_head(), extra);
+    EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_TRUE(result.err.starts_with("ixbench: error: ")) << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  };
+  const fs::path results = dir_ / "results";
+  refused({"--results", results.string()}, "--results '" + results.string() + "': not a directory");
+  write_tree(dir_, {{"not-a-folder.json", "{}"}});
+  refused({"--results", (dir_ / "not-a-folder.json").string()}, "not-a-folder.json': not a directory");
+
+  write_tree(results, {{"agg_broken.json", R"({"hw": "h200", "conc": 4,)"}});
+  refused({"--results", results.string()}, "agg_broken.json:1:");
+  refused({"--results", results.string()}, "invalid JSON");
+  std::string wrong_type = fixed_agg(4, 10.0, 400.0);
+  wrong_type.replace(wrong_type.find(R"("conc": 4)"), 9, R"("conc": "four")");
+  write_tree(results, {{"agg_broken.json", wrong_type}});
+  refused({"--results", results.string()}, "agg_broken.json: field 'conc' must be a whole number");
+  fs::remove_all(results);
+  write_tree(results, {{"eval_dsr1/meta_env.json", meta_env("dsr1", "[16]", "[16]")},
+                       {"eval_dsr1/results_conc16.json", "[0.95,"}});
+  refused({"--results", results.string()}, "eval_dsr1/results_conc16.json:1:");
+
+  refused({"--pr-body", (dir_ / "missing.md").string()}, "--pr-body: " + (dir_ / "missing.md").string());
+  refused({"--db", (dir_ / "missing.db").string()},
+          "--db '" + (dir_ / "missing.db").string() + "': no results store there");
+  EXPECT_FALSE(fs::exists(dir_ / "missing.db")) << "a mistyped --db must not create a store";
+  refused({"--db", (dir_ / "not-a-folder.json").string()}, "--db '" + (dir_ / "not-a-folder.json").string() + "'");
+}
+
+// --db: the store's measured results are evidence as a results folder is (SQLite, and PostgreSQL
+// when IXBENCH_TEST_POSTGRES_URL names a server).
+class ReviewStore : public Review, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    Review::SetUp();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    location_ = fresh_store_location(GetParam(), std::string("review_") + info->name());
+    if (location_.empty()) GTEST_SKIP() << postgres_skip_message();
+    ASSERT_FALSE(location_.starts_with("error:")) << location_;
+  }
+  std::string location_;
+};
+
+TEST_P(ReviewStore, StoredResultsAreEvidence) {
+  // Four points of one curve, and an eval at conc 64 (ingest stores it with the conc 64 result).
+  const fs::path results = dir_ / "results";
+  Files records = five_point_curve();
+  records.erase("agg_dsr1_conc32.json");
+  records["meta_env.json"] = meta_env("dsr1", "[64]", "[64]");
+  records["results_conc64.json"] = lm_eval(0.921, 0.904);
+  write_tree(results, records);
+  auto ingested = run_ixbench({"ingest", results.string(), "--db", location_}, "", 240.0);
+  ASSERT_EQ(ingested.exit_code, 0) << ingested.err;
+
+  Files head = clean_head();
+  head["utils/evals/thresholds.yaml"] = kThresholds;
+  auto evals = check(head, "evals", {"--db", location_});
+  EXPECT_EQ(verdict(evals), "FAIL");
+  ASSERT_EQ(evals.at("evidence").as_array().size(), 1u) << bj::serialize(evals);
+  EXPECT_NE(evidence(evals).find(":0: [conc=64] gsm8k exact_match,flexible-extract = 0.9040 (< 0.91 from models.dsr1)"),
+            std::string::npos)
+      << evidence(evals);
+  auto pareto = check(head, "pareto", {"--db", location_});
+  EXPECT_EQ(verdict(pareto), "WARN");
+  EXPECT_NE(evidence(pareto).find("4 points, 4 on the frontier, 0 dropped"), std::string::npos) << evidence(pareto);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReviewOn, ReviewStore, ::testing::ValuesIn(store_backends()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace ix::testing
