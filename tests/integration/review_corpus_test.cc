@@ -25,8 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace bj = boost::json;
 
-const std::set<std::string> kBuiltChecks = {"changelog-gate", "changelog-coverage", "dead-knob", "engine-patch",
-                                            "precision-override"};
+const std::set<std::string> kBuiltChecks = {"changelog-gate", "changelog-coverage", "changelog-prose",   "dead-knob",
+                                            "golden-al",      "engine-patch",       "precision-override"};
 
 struct Expectation {
   std::string check;
