@@ -269,7 +269,7 @@ std::vector<std::string> holding_model(const RepoTree& head, const std::vector<s
                                        const config::MasterConfig* config) {
   std::vector<std::string> out;
   for (const auto& path : paths) {
-    auto file = config::parse_golden_al(*head.read(path), path);
+    auto file = config::parse_golden_al(head.read(path).value_or(""), path);
     if (file && holds(*file, model_key(config))) out.push_back(path);
   }
   return out;
@@ -301,7 +301,7 @@ std::optional<Golden> golden_of(const RepoTree& head, const SpecRecipe& recipe, 
     return std::nullopt;
   }
   Golden golden{named.empty() ? candidates.front() : named, {}, ""};
-  auto file = config::parse_golden_al(*head.read(golden.path), golden.path);
+  auto file = config::parse_golden_al(head.read(golden.path).value_or(""), golden.path);
   if (!file) {
     report.fail(golden.path, message_line(file.error().message(), golden.path),
                 fmt::format("the golden AL file {} reads does not parse: {}", recipe.path, file.error().message()));
@@ -416,7 +416,7 @@ void report_unforced(const SpecRecipe& recipe, const std::vector<Forced>& forced
 }
 
 void check_recipe(const ReviewInput& input, const SpecRecipe& recipe, Report& report) {
-  const std::string& text = *input.head.read(recipe.path);
+  const std::string text = input.head.read(recipe.path).value_or("");
   const auto runs = runs_by_line(text);
   const auto drafts = draft_lengths(text);
   const auto forced = forced_values(text);
@@ -437,7 +437,7 @@ CheckResult check_golden_al(const ReviewInput& input) {
   return verdict_of(
       std::move(result), report.tally,
       fmt::format("{} spec-decoding recipe(s) force the golden AL on throughput runs only", recipes.size()),
-      "spec-decoding recipes that do not force the golden AL as SPEC §7 says",
+      "spec-decoding recipes that do not force the golden AL as SPEC §7 says, or cannot be checked",
       "force the golden_al_distribution/ AL for the recipe's model, thinking_on and draft length on "
       "throughput runs only (EVAL_ONLY != true); TensorRT-LLM takes AL - 1");
 }

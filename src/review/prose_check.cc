@@ -298,9 +298,10 @@ Values values_of(const ProseSetting& setting, const Side& side) {
   Values values;
   for (const auto* config : side.configs) config_values(setting.config, *config, values);
   for (const auto& script : side.scripts) {
-    const std::string& text = *side.tree->read(script);
+    const auto& text = side.tree->read(script);
+    if (!text) continue;
     for (const auto& name : setting.recipe) {
-      for (const auto& value : setting_values(text, name)) {
+      for (const auto& value : setting_values(*text, name)) {
         const auto number = parse_number(value.value);
         if (!number) values.unknown = true;
         if (number) add_number(values, *number, fmt::format("{} at {}:{}", name, script, value.line));
