@@ -17,6 +17,7 @@ struct Entry {
   std::vector<std::string> config_keys;
   std::vector<std::string> scenario_type;
   std::vector<std::string> description;
+  std::vector<int> description_lines;  // 1-based line of each description item
   std::string pr_link;
   bool evals_only = false;
   bool all_evals = false;

@@ -21,7 +21,8 @@ struct EntryReader {
                    fmt::format("entry {}: {}", index, std::move(message)), std::move(fix)});
   }
 
-  void strings(const YamlNode& value, std::string_view key, std::vector<std::string>& into) const {
+  void strings(const YamlNode& value, std::string_view key, std::vector<std::string>& into,
+               std::vector<int>* lines = nullptr) const {
     if (!value.is_sequence() || value.items.empty()) {
       add(value.mark, fmt::format("{} must be a non-empty list of strings, got {}", key, value.describe()),
           fmt::format("write {} as a list: one \"    - text\" line per item", key));
@@ -35,6 +36,7 @@ struct EntryReader {
         continue;
       }
       into.push_back(*text);
+      if (lines) lines->push_back(item.mark.line);
     }
   }
 
@@ -84,7 +86,7 @@ struct EntryReader {
     if (key == "config-keys")
       strings(value, key, entry.config_keys);
     else if (key == "description")
-      strings(value, key, entry.description);
+      strings(value, key, entry.description, &entry.description_lines);
     else if (key == "scenario-type")
       scenario_types(value, entry);
     else if (key == "pr-link")

@@ -34,38 +34,12 @@ std::vector<std::string> name_words(std::string_view name) {
   return words;
 }
 
-// The sourced file a `source` argument names: the repository file with that file name, nearest to
-// the recipe (same folder first, then any).
-std::string resolve_source(const RepoTree& head, const std::string& recipe, const std::string& written) {
-  const size_t slash = written.find_last_of('/');
-  const std::string name = slash == std::string::npos ? written : written.substr(slash + 1);
-  if (name.empty() || name.find('$') != std::string::npos) return "";
-  const std::string folder = recipe.substr(0, recipe.find_last_of('/') + 1);
-  if (head.has(folder + name)) return folder + name;
-  for (const auto& path : head.files()) {
-    if (path == name || path.ends_with("/" + name)) return path;
-  }
-  return "";
-}
-
 // Variables the recipe and the scripts it sources (transitively) read.
 std::vector<std::string> reads_reachable(const RepoTree& head, const std::string& recipe) {
   std::vector<std::string> reads;
-  std::set<std::string> seen;
-  std::vector<std::string> queue = {recipe};
-  while (!queue.empty()) {
-    const std::string path = queue.back();
-    queue.pop_back();
-    if (!seen.insert(path).second) continue;
-    const auto& text = head.read(path);
-    if (!text) continue;
-    const auto scan = scan_shell(*text);
-    for (const auto& name : scan.reads) {
+  for (const auto& path : sourced_scripts(head, recipe)) {
+    for (const auto& name : scan_shell(*head.read(path)).reads) {
       if (std::find(reads.begin(), reads.end(), name) == reads.end()) reads.push_back(name);
-    }
-    for (const auto& source : scan.sources) {
-      const std::string resolved = resolve_source(head, path, source);
-      if (!resolved.empty()) queue.push_back(resolved);
     }
   }
   return reads;
@@ -198,24 +172,6 @@ bool models_file_serves_draft(const ReviewInput& input, const std::string& path)
     }
   }
   return any_of_engine ? draft : draft_any;
-}
-
-struct Tally {
-  bool fail = false;
-  bool warn = false;
-};
-
-CheckResult verdict_of(CheckResult result, Tally tally, std::string_view pass_summary, std::string_view fail_summary,
-                       std::string fix) {
-  if (result.evidence.empty()) {
-    result.verdict = Verdict::kPass;
-    result.summary = std::string(pass_summary);
-    return result;
-  }
-  result.verdict = tally.fail ? Verdict::kFail : Verdict::kWarn;
-  result.summary = fmt::format("{} ({})", fail_summary, result.evidence.size());
-  result.fix = std::move(fix);
-  return result;
 }
 
 struct Candidate {

@@ -51,6 +51,19 @@ CheckResult not_applicable(CheckResult check, std::string why) {
   return check;
 }
 
+CheckResult verdict_of(CheckResult result, Tally tally, std::string_view pass_summary, std::string_view fail_summary,
+                       std::string fix) {
+  if (result.evidence.empty()) {
+    result.verdict = Verdict::kPass;
+    result.summary = std::string(pass_summary);
+    return result;
+  }
+  result.verdict = tally.fail ? Verdict::kFail : Verdict::kWarn;
+  result.summary = fmt::format("{} ({})", fail_summary, result.evidence.size());
+  result.fix = std::move(fix);
+  return result;
+}
+
 bool Review::failed() const {
   return count(*this, Verdict::kFail) > 0;
 }
@@ -67,7 +80,9 @@ Result<Review> run_review(const RepoTree& base, const RepoTree& head, const Revi
   static constexpr Check kChecks[] = {
       check_changelog_gate,
       check_changelog_coverage,
+      check_changelog_prose,
       check_dead_knobs,
+      check_golden_al,
       check_engine_patches,
       check_precision_overrides,
       check_evals,

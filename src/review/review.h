@@ -4,13 +4,13 @@
 // Checks (docs/review.md):
 //   changelog-gate      the perf-changelog.yaml gate (SPEC §3) from base to head
 //   changelog-coverage  every config key the change adds or edits is named by an appended entry
+//   changelog-prose     new entries' image tags, digests and numbers agree with config and recipe
 //   dead-knob           a variable a changed recipe exports that nothing in the repository reads
 //                       (with the read variable whose name is closest, as a reviewer suggests)
+//   golden-al           spec-decoding recipes force the golden acceptance length (SPEC §7)
 //   engine-patch        recipes that patch the engine inside the image (git apply, patch, sed -i
 //                       on site-packages, heredocs into site-packages, wheel / git installs)
 //   precision-override  environment overrides that lower precision (a denylist kept as data)
-//   golden-al           spec-decoding recipes force the golden acceptance length (SPEC §7)
-//   changelog-prose     new entries' image tags, digests and numbers agree with config and recipe
 //   evals               eval results in --results / --db above their thresholds (SPEC §8)
 //   pareto              every curve in --results / --db has >= 5 frontier points (SPEC §10)
 //   deprecated          no deprecated scenario or retired model comes back
@@ -53,6 +53,16 @@ struct CheckResult {
 CheckResult start_check(std::string id, std::string title);
 CheckResult not_applicable(CheckResult check, std::string why);
 
+// What a check's findings amount to: FAIL when one fails, else WARN when one warns.
+struct Tally {
+  bool fail = false;
+  bool warn = false;
+};
+// The verdict of a check that gathered its evidence: PASS with `pass_summary` when there is none,
+// else FAIL (or WARN) with "`fail_summary` (N)" and the fix.
+CheckResult verdict_of(CheckResult result, Tally tally, std::string_view pass_summary, std::string_view fail_summary,
+                       std::string fix);
+
 struct ReviewOptions {
   std::string changelog_path = "perf-changelog.yaml";
   std::vector<std::string> config_files = {"configs/amd-master.yaml", "configs/nvidia-master.yaml"};
@@ -85,7 +95,9 @@ Result<Review> run_review(const RepoTree& base, const RepoTree& head, const Revi
 // Each check over the change (review.cc composes them).
 CheckResult check_changelog_gate(const ReviewInput& input);
 CheckResult check_changelog_coverage(const ReviewInput& input);
+CheckResult check_changelog_prose(const ReviewInput& input);
 CheckResult check_dead_knobs(const ReviewInput& input);
+CheckResult check_golden_al(const ReviewInput& input);
 CheckResult check_engine_patches(const ReviewInput& input);
 CheckResult check_precision_overrides(const ReviewInput& input);
 CheckResult check_deprecated(const ReviewInput& input);

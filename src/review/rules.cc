@@ -83,6 +83,55 @@ Result<VariantLookup> variant_lookup(const bj::object& object, std::string_view 
   return VariantLookup{std::move(*why), std::move(*dispatcher), std::move(*suffix)};
 }
 
+Result<GoldenAlRules> golden_al_rules(const bj::object& object, std::string_view source) {
+  GoldenAlRules rules;
+  const bj::value* value = object.if_contains("golden_al");
+  if (!value) return rules;
+  const bj::object* golden = value->if_object();
+  if (!golden) return fail(ErrorCode::kInvalidArgument, fmt::format("{}: golden_al must be an object", source));
+  auto drafts = strings(*golden, "draft_length_settings", source);
+  if (!drafts) return std::unexpected(drafts.error());
+  rules.draft_length_settings = std::move(*drafts);
+  auto forced = named(*golden, "forced_settings", "name", source);  // each an object with name and why
+  if (!forced) return std::unexpected(forced.error());
+  for (size_t i = 0; i < forced->size(); ++i) {
+    const auto& setting = golden->at("forced_settings").as_array()[i].as_object();
+    auto frameworks = strings(setting, "frameworks", source);
+    if (!frameworks) return std::unexpected(frameworks.error());
+    const bj::value* minus_one = setting.if_contains("minus_one");
+    if (minus_one && !minus_one->is_bool())
+      return fail(ErrorCode::kInvalidArgument, fmt::format("{}: forced_settings minus_one must be a boolean", source));
+    rules.forced_settings.push_back(
+        {(*forced)[i].name, std::move(*frameworks), minus_one && minus_one->get_bool(), (*forced)[i].why});
+  }
+  return rules;
+}
+
+Result<std::vector<ProseSetting>> prose_settings(const bj::object& object, std::string_view source) {
+  std::vector<ProseSetting> out;
+  const bj::value* value = object.if_contains("prose_settings");
+  if (!value) return out;
+  if (!value->is_array())
+    return fail(ErrorCode::kInvalidArgument, fmt::format("{}: prose_settings must be a list", source));
+  for (const auto& item : value->get_array()) {
+    const bj::object* setting = item.if_object();
+    const bj::value* name = setting ? setting->if_contains("name") : nullptr;
+    if (!name || !name->is_string())
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: each prose_settings item needs a string \"name\"", source));
+    auto phrases = strings(*setting, "phrases", source);
+    if (!phrases) return std::unexpected(phrases.error());
+    auto recipe = strings(*setting, "recipe", source);
+    if (!recipe) return std::unexpected(recipe.error());
+    const bj::value* config = setting->if_contains("config");
+    if (config && !config->is_string())
+      return fail(ErrorCode::kInvalidArgument, fmt::format("{}: prose_settings config must be a string", source));
+    out.push_back({std::string(name->get_string()), std::move(*phrases), std::move(*recipe),
+                   config ? std::string(config->get_string()) : std::string()});
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Rules> parse_rules(std::string_view json_text, std::string_view source_name) {
@@ -106,6 +155,12 @@ Result<Rules> parse_rules(std::string_view json_text, std::string_view source_na
   auto lookup = variant_lookup(object, source_name);
   if (!lookup) return std::unexpected(lookup.error());
   rules.variant_lookup = std::move(*lookup);
+  auto golden = golden_al_rules(object, source_name);
+  if (!golden) return std::unexpected(golden.error());
+  rules.golden_al = std::move(*golden);
+  auto prose = prose_settings(object, source_name);
+  if (!prose) return std::unexpected(prose.error());
+  rules.prose_settings = std::move(*prose);
   return rules;
 }
 

@@ -1,7 +1,8 @@
 // The data review's checks match against (data/review/rules.json, compiled in): environment
 // prefixes engines read themselves, the precision-lowering environment denylist, the shell
-// patterns that patch an engine inside its image, upstream image registries, and where multi-node
-// model-variant lookups start.
+// patterns that patch an engine inside its image, upstream image registries, where multi-node
+// model-variant lookups start, the settings that carry a recipe's draft length and forced
+// acceptance length (golden-al), and the settings changelog prose names (prose).
 #pragma once
 
 #include <string>
@@ -31,12 +32,35 @@ struct VariantLookup {
   std::string agentic_suffix;
 };
 
+// A setting that forces the acceptance length on one engine (SPEC §7).
+struct ForcedAlSetting {
+  std::string name;                     // a variable, flag or JSON key
+  std::vector<std::string> frameworks;  // the master-config frameworks whose engine reads it
+  bool minus_one = false;               // takes AL - 1 (accepted draft tokens only)
+  std::string why;
+};
+
+struct GoldenAlRules {
+  std::vector<std::string> draft_length_settings;  // the engine-facing ones first
+  std::vector<ForcedAlSetting> forced_settings;
+};
+
+// A setting changelog prose names: the phrases that name it, and where its value is set.
+struct ProseSetting {
+  std::string name;
+  std::vector<std::string> phrases;
+  std::vector<std::string> recipe;  // variables, flags and config keys of recipes (and what they source)
+  std::string config;               // a master-config field: "conc", "tp", "dram-utilization" ("" = none)
+};
+
 struct Rules {
   std::vector<std::string> engine_env_prefixes;
   std::vector<NamedRule> precision_lowering_env;
   std::vector<NamedRule> engine_patch_patterns;
   UpstreamImages upstream_images;
   VariantLookup variant_lookup;
+  GoldenAlRules golden_al;
+  std::vector<ProseSetting> prose_settings;
 };
 
 // The compiled-in rules (parsed once).

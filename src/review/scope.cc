@@ -60,19 +60,6 @@ std::vector<changelog::Entry> new_entries(const RepoTree& base, const RepoTree& 
   return out;
 }
 
-// A revision's typed configs, file by file (a file that does not parse contributes what did).
-std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths) {
-  std::vector<config::MasterConfig> out;
-  for (const auto& path : paths) {
-    const auto& text = tree.read(path);
-    if (!text) continue;
-    std::vector<config::Diagnostic> ignored;  // `validate`'s findings, not review's
-    auto configs = config::parse_master_configs(*text, path, ignored);
-    for (auto& c : configs) out.push_back(std::move(c));
-  }
-  return out;
-}
-
 // The recipes of `config` that exist in head: per scenario folder and spec suffix, the first
 // candidate present.
 std::vector<std::string> existing_recipes(const RepoTree& head, const config::MasterConfig& config) {
@@ -115,6 +102,18 @@ bool has_draft(const config::MasterConfig& config) {
     });
   };
   return any(config.fixed_seq_len) || any(config.agentic_coding);
+}
+
+std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths) {
+  std::vector<config::MasterConfig> out;
+  for (const auto& path : paths) {
+    const auto& text = tree.read(path);
+    if (!text) continue;
+    std::vector<config::Diagnostic> ignored;  // `validate`'s findings, not review's
+    auto configs = config::parse_master_configs(*text, path, ignored);
+    for (auto& c : configs) out.push_back(std::move(c));
+  }
+  return out;
 }
 
 std::string runner_gpu(std::string_view runner) {

@@ -54,6 +54,10 @@ struct ChangeScope {
 
 Result<ChangeScope> compute_scope(const RepoTree& base, const RepoTree& head, const ReviewOptions& options);
 
+// The typed configs of a revision's master config files, file by file (a file that does not parse
+// contributes what did; its diagnostics are `validate`'s findings, not review's).
+std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths);
+
 // The recipe paths InferenceX's launchers would try for `config` (existing or not), most specific first.
 std::vector<std::string> recipe_candidates(const config::MasterConfig& config);
 

@@ -1,7 +1,8 @@
 // Line-level helpers the review checks share: iterate a file's lines with their numbers, find
-// the line holding some text, and quote a line as evidence.
+// the line holding some text, quote a line as evidence, read and show numbers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,10 +31,19 @@ int key_line(std::string_view text, std::string_view key);
 // 0 when they are equal.
 int first_changed_line(std::string_view before, std::string_view after);
 
+// `text` without leading and trailing white space.
+std::string_view trim(std::string_view text);
+
 // A line as evidence: leading/trailing blanks removed, at most 160 characters.
 std::string trim_text(std::string_view line);
 
 // A shell line without its trailing comment (`#` at the start or after a blank).
 std::string code_line(std::string_view line);
+
+// A number written out in full (`2.49`, `8192`), else nothing.
+std::optional<double> parse_number(std::string_view text);
+
+// A number as evidence shows it: shortest form, rounded to 6 decimals (2.78 - 1 is 1.78).
+std::string format_number(double value);
 
 }  // namespace ix::review

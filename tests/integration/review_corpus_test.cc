@@ -27,10 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 namespace bj = boost::json;
 
-const std::set<std::string> kBuiltChecks = {"changelog-gate", "changelog-coverage", "dead-knob",
-                                            "engine-patch",   "precision-override", "evals",
-                                            "pareto",         "deprecated",         "upstream-image",
-                                            "variant-lookup", "pr-template"};
+const std::set<std::string> kBuiltChecks = {
+    "changelog-gate", "changelog-coverage", "changelog-prose", "dead-knob", "golden-al",
+    "engine-patch",   "precision-override", "evals",           "pareto",    "deprecated",
+    "upstream-image", "variant-lookup",     "pr-template"};
 
 struct Expectation {
   std::string check;

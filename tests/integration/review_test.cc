@@ -82,6 +82,59 @@ Files clean_head() {
   return head;
 }
 
+// A spec-decoding (MTP) AgentX key added with its recipe, its golden AL file and an entry whose
+// description is `description` (line 16 of the changelog).
+const std::string kSpecConfig =
+    "dsv4-fp4-h200-sglang-agentic-mtp:\n"
+    "  image: lmsysorg/sglang:v0.5.9-cu129\n"
+    "  model: deepseek-ai/DeepSeek-V4-Pro\n"
+    "  model-prefix: dsv4\n"
+    "  runner: cluster:h200-nv\n"
+    "  precision: fp4\n"
+    "  framework: sglang\n"
+    "  multinode: false\n"
+    "  scenarios:\n"
+    "    agentic-coding:\n"
+    "    - dram-utilization: 0.80\n"
+    "      search-space:\n"
+    "      - { tp: 8, kv-offloading: none, conc-list: [1, 4, 8], spec-decoding: mtp }\n";
+
+const std::string kSpecRecipePath = "benchmarks/single_node/agentic/dsv4_fp4_h200_sglang_mtp.sh";
+
+// Line 4: the draft length; line 6: the forced AL, on throughput runs only.
+const std::string kSpecRecipe =
+    "#!/usr/bin/env bash\n"
+    "source \"$(dirname \"$0\")/../../benchmark_lib.sh\"\n"
+    "SPEC_ARGS=(\n"
+    "    --speculative-num-steps 3\n"
+    "    --chunked-prefill-size 8192)\n"
+    "if [ \"${EVAL_ONLY:-false}\" != \"true\" ]; then\n"
+    "    export SGLANG_SIMULATE_ACC_LEN=2.49\n"
+    "fi\n"
+    "python3 -m sglang.launch_server \"${SPEC_ARGS[@]}\"\n"
+    "build_replay_cmd\n";
+
+const std::string kGoldenPath = "golden_al_distribution/dsv4_mtp.yaml";
+const std::string kGolden = "deepseek-v4-pro:\n  thinking_on:\n    1: 1.79\n    3: 2.49\n";
+
+Files spec_head(const std::string& recipe, const std::string& description = "Add the DeepSeek-V4 MTP AgentX config") {
+  Files head = base_files();
+  head["configs/nvidia-master.yaml"] = kConfig + "\n" + kSpecConfig;
+  head[kSpecRecipePath] = recipe;
+  head[kGoldenPath] = kGolden;
+  head["perf-changelog.yaml"] = appended_entry() +
+                                "\n- config-keys:\n    - dsv4-fp4-h200-sglang-agentic-mtp\n  description:\n    - \"" +
+                                description + "\"\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/3\n";
+  return head;
+}
+
+// kSpecRecipe with one line replaced.
+std::string spec_recipe_with(const std::string& from, const std::string& to) {
+  std::string recipe = kSpecRecipe;
+  recipe.replace(recipe.find(from), from.size(), to);
+  return recipe;
+}
+
 void write_tree(const fs::path& dir, const Files& files) {
   for (const auto& [path, text] : files) {
     fs::create_directories((dir / path).parent_path());
@@ -151,6 +204,8 @@ TEST_F(Review, ACleanChangePassesAndExitsZero) {
   EXPECT_NE(result.out.find("PASS changelog-coverage"), std::string::npos) << result.out;
   // The edited config's recipe is in scope through the config.
   EXPECT_NE(result.out.find("PASS dead-knob"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("PASS changelog-prose"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("N/A  golden-al"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("N/A  variant-lookup"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("0 FAIL, 0 WARN, "), std::string::npos) << result.out;
 }
@@ -211,6 +266,16 @@ TEST_F(Review, PrecisionLoweringOverridesFailWhenTheyReachADraftModel) {
             "1 precision-lowering override(s), none reaches a draft model (lower target precision is allowed)");
 }
 
+TEST_F(Review, PrecisionLoweringOverridesOfADraftModelFail) {
+  auto c = check(spec_head(kSpecRecipe + "export AITER_BF16_FP8_MOE_BOUND=1\n"), "precision-override");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(
+      evidence(c).find("dsv4_fp4_h200_sglang_mtp.sh:11: AITER_BF16_FP8_MOE_BOUND reaches the draft model: runs BF16 "
+                       "MoE layers with FP8"),
+      std::string::npos)
+      << evidence(c);
+}
+
 TEST_F(Review, AConfigEditWithoutAnEntryFailsCoverage) {
   Files head = clean_head();
   head["perf-changelog.yaml"] = kChangelog;
@@ -254,11 +319,159 @@ TEST_F(Review, TextMarkdownAndJsonCarryTheSameVerdicts) {
         << id << "\n"
         << markdown.out;
   }
-  EXPECT_NE(markdown.out.find("### ixbench review: 1 FAIL, 0 WARN, "), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("### ixbench review: 1 FAIL, "), std::string::npos) << markdown.out;
   EXPECT_NE(markdown.out.find("- `benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_sglang_mtp.sh:6`: "
                               "AITER_BF16_FP8_MOE_BOUND"),
             std::string::npos)
       << markdown.out;
+}
+
+TEST_F(Review, TheGoldenAlForcedOnThroughputRunsPasses) {
+  auto c = check(spec_head(kSpecRecipe), "golden-al");
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  EXPECT_EQ(c.at("summary").as_string(), "1 spec-decoding recipe(s) force the golden AL on throughput runs only");
+  // Without spec decoding in scope the check has nothing to look at.
+  EXPECT_EQ(verdict(check(clean_head(), "golden-al")), "N/A");
+}
+
+TEST_F(Review, AForcedAlOtherThanTheGoldenOneFailsNamingBoth) {
+  auto c = check(spec_head(spec_recipe_with("ACC_LEN=2.49", "ACC_LEN=2.54")), "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c),
+            kSpecRecipePath +
+                ":7: SGLANG_SIMULATE_ACC_LEN is 2.54 but the golden AL of deepseek-v4-pro thinking_on with 3 "
+                "draft tokens is 2.49 (golden_al_distribution/dsv4_mtp.yaml): set 2.49");
+  // TensorRT-LLM counts accepted draft tokens: the golden AL itself is off by one.
+  c = check(
+      spec_head(spec_recipe_with("SGLANG_SIMULATE_ACC_LEN=2.49", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=2.49")),
+      "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(evidence(c).find(":7: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS is 2.49"), std::string::npos)
+      << evidence(c);
+  EXPECT_NE(evidence(c).find("takes AL - 1 (accepted draft tokens only): set 1.49"), std::string::npos) << evidence(c);
+  // A draft length the golden curve lacks is a finding too, at the forced value.
+  c = check(spec_head(spec_recipe_with("--speculative-num-steps 3", "--speculative-num-steps 2")), "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(
+      evidence(c).find(":7: golden_al_distribution/dsv4_mtp.yaml:3: deepseek-v4-pro.thinking_on has no draft length "
+                       "2 (draft lengths there: 1, 3)"),
+      std::string::npos)
+      << evidence(c);
+}
+
+TEST_F(Review, ForcingTheAlOnEvalRunsFails) {
+  const std::string unguarded = spec_recipe_with(
+      "if [ \"${EVAL_ONLY:-false}\" != \"true\" ]; then\n    export SGLANG_SIMULATE_ACC_LEN=2.49\nfi\n",
+      "export SGLANG_SIMULATE_ACC_LEN=2.49\n");
+  auto c = check(spec_head(unguarded), "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_NE(evidence(c).find(":6: SGLANG_SIMULATE_ACC_LEN is forced on eval runs too (no EVAL_ONLY guard)"),
+            std::string::npos)
+      << evidence(c);
+  // `= true` selects eval runs: forcing there fails, and throughput then forces nothing.
+  c = check(spec_head(spec_recipe_with("!=", "=")), "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 2u) << bj::serialize(c);
+  EXPECT_NE(evidence(c, 0).find(":7: SGLANG_SIMULATE_ACC_LEN is forced on EVAL_ONLY=true runs"), std::string::npos)
+      << evidence(c, 0);
+  EXPECT_NE(evidence(c, 1).find(":4: the agentic throughput path forces no acceptance length"), std::string::npos)
+      << evidence(c, 1);
+  // The else branch of `= true` is throughput only.
+  c = check(spec_head(spec_recipe_with("!= \"true\" ]; then\n", "= \"true\" ]; then\n    echo eval\nelse\n")),
+            "golden-al");
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+}
+
+TEST_F(Review, AnAgenticRecipeThatForcesNothingFailsNamingTheAlToForce) {
+  auto c = check(spec_head(spec_recipe_with("    export SGLANG_SIMULATE_ACC_LEN=2.49\n", "    echo throughput\n")),
+                 "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c), kSpecRecipePath +
+                             ":4: the agentic throughput path forces no acceptance length: force the golden AL 2.49 "
+                             "(deepseek-v4-pro thinking_on, 3 draft tokens, golden_al_distribution/dsv4_mtp.yaml) with "
+                             "SGLANG_SIMULATE_ACC_LEN 2.49, when EVAL_ONLY != true");
+}
+
+TEST_F(Review, GoldenFilesThatCannotBeReadAreFindingsNotCrashes) {
+  // A golden file that does not parse: the finding is at its line.
+  Files head = spec_head(kSpecRecipe);
+  head[kGoldenPath] = "deepseek-v4-pro:\n  thinking_on:\n    3: 9.5\n";
+  auto c = check(head, "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_NE(evidence(c).find("golden_al_distribution/dsv4_mtp.yaml:3: the golden AL file " + kSpecRecipePath +
+                             " reads does not parse: golden_al_distribution/dsv4_mtp.yaml:3:"),
+            std::string::npos)
+      << evidence(c);
+  head[kGoldenPath] = "deepseek-v4-pro: [1, 2\n";
+  EXPECT_EQ(verdict(check(head, "golden-al")), "FAIL");
+  // A recipe naming a golden file the repository does not have.
+  c = check(spec_head("# golden_al_distribution/dsv4_eagle.yaml: thinking_on, 3 -> 2.49\n" + kSpecRecipe), "golden-al");
+  EXPECT_EQ(verdict(c), "FAIL");
+  EXPECT_EQ(evidence(c), kSpecRecipePath +
+                             ":1: names golden_al_distribution/dsv4_eagle.yaml, which the repository does not have "
+                             "(files for prefix dsv4: golden_al_distribution/dsv4_mtp.yaml)");
+  // No golden file for the prefix, or several and none named: the AL cannot be checked.
+  head = spec_head(kSpecRecipe);
+  head.erase(kGoldenPath);
+  EXPECT_EQ(verdict(check(head, "golden-al")), "WARN");
+  head[kGoldenPath] = kGolden;
+  head["golden_al_distribution/dsv4-pro-0813-dspark.yaml"] = "deepseek-v4-pro-0813:\n  thinking_on:\n    3: 3.01\n";
+  EXPECT_EQ(verdict(check(head, "golden-al")), "PASS") << "only dsv4_mtp.yaml holds the config's model";
+  head["golden_al_distribution/dsv4_eagle.yaml"] = kGolden;
+  c = check(head, "golden-al");
+  EXPECT_EQ(verdict(c), "WARN");
+  EXPECT_NE(evidence(c).find("several golden files"), std::string::npos) << evidence(c);
+  head[kSpecRecipePath] = "# golden_al_distribution/dsv4_eagle.yaml\n" + kSpecRecipe;
+  EXPECT_EQ(verdict(check(head, "golden-al")), "PASS");
+}
+
+TEST_F(Review, ChangelogProseThatDisagreesWithTheConfigWarnsAtItsLine) {
+  auto c = check(spec_head(kSpecRecipe,
+                           "Use lmsysorg/sglang:v0.5.8-cu129 with 8K prefill chunks, the golden AL 2.49 for 3 draft "
+                           "tokens, dram-utilization 0.8 and TP8 at concurrency 1, 4, and 8."),
+                 "changelog-prose");
+  EXPECT_EQ(verdict(c), "WARN");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c),
+            "perf-changelog.yaml:16: image: names lmsysorg/sglang:v0.5.8-cu129, but the config ships "
+            "lmsysorg/sglang:v0.5.9-cu129 (dsv4-fp4-h200-sglang-agentic-mtp)");
+  c = check(spec_head(kSpecRecipe, "Use 16K prefill chunks at concurrency 1 through 16."), "changelog-prose");
+  EXPECT_EQ(verdict(c), "WARN");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 2u) << bj::serialize(c);
+  EXPECT_EQ(evidence(c, 0),
+            "perf-changelog.yaml:16: prefill chunk / batch size: says 16K (= 16384), but the change ships 8192 "
+            "(--chunked-prefill-size at " +
+                kSpecRecipePath + ":5)");
+  EXPECT_EQ(evidence(c, 1),
+            "perf-changelog.yaml:16: concurrency: says 16, but the change ships 1, 4, 8 (conc of "
+            "dsv4-fp4-h200-sglang-agentic-mtp)");
+  // Values the change drops are not claims about what it ships.
+  EXPECT_EQ(verdict(check(spec_head(kSpecRecipe, "Add concurrency 8, dropping the concurrency 16 and 32 points."),
+                          "changelog-prose")),
+            "PASS");
+  // A variable named as written, and a value only the library's default gives.
+  c = check(spec_head(kSpecRecipe, "Set SGLANG_SIMULATE_ACC_LEN to 2.5 and keep the 1800-second grace period."),
+            "changelog-prose");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c);
+  EXPECT_NE(evidence(c).find("SGLANG_SIMULATE_ACC_LEN: says 2.5, but the change ships 2.49"), std::string::npos)
+      << evidence(c);
+}
+
+TEST_F(Review, ChangelogProseWithNothingToComparePasses) {
+  auto c = check(spec_head(kSpecRecipe), "changelog-prose");
+  EXPECT_EQ(verdict(c), "PASS") << bj::serialize(c);
+  EXPECT_EQ(c.at("summary").as_string(), "0 claim(s) in 2 new entries: none disagrees with the config or recipe");
+  // A setting the change gives no value it can read is not judged.
+  const std::string computed = spec_recipe_with("    --chunked", "    --max-num-seqs \"$((2 * CONC))\"\n    --chunked");
+  EXPECT_EQ(
+      verdict(check(spec_head(computed, "Use max-num-seqs 64 and watchdog timeout 900 seconds."), "changelog-prose")),
+      "PASS");
+  Files head = base_files();
+  head["configs/nvidia-master.yaml"] = "# the H200 config\n" + kConfig;
+  EXPECT_EQ(verdict(check(head, "changelog-prose")), "N/A");
 }
 
 TEST_F(Review, GitRefsReviewTheCommits) {
