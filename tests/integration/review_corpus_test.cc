@@ -1,13 +1,16 @@
 // The review case corpus (tests/data/review/, its README.md gives the format): each case's base
-// and head trees are built in a scratch directory, `ixbench review --format json` runs on them
-// from the case directory with the case's args, and every expected.txt line for a check review
-// runs today is compared — the verdict, and for a line with a location, a finding at exactly that
-// file:line whose message holds the substring (without one: a message or the summary holding it).
-// Lines for checks not built yet are counted and printed, never compared. KNOWN_GAPS lists the
-// (case, check) pairs where today's review and the corpus still disagree; a listed pair that
-// starts to agree fails the test too, so the list only shrinks.
+// and head trees are built in a scratch directory (_shared/, then the case's common/, then its
+// base/ or head/), `ixbench review --format json` runs on them with the case's args, and every
+// expected.txt line is compared — the verdict, and for a line with a location, a finding at
+// exactly that file:line whose message holds the substring (without one: a message or the summary
+// holding it). The trees are reviewed twice: as directories (from the case directory, so
+// `--results results` and `--pr-body pr-body.md` resolve), and as two commits of a scratch git
+// repository (`--base HEAD~1 --head HEAD` from the repository, the evidence beside it, untracked).
+// KNOWN_GAPS lists the (case, check) pairs where the review and the corpus still disagree; a
+// listed pair that starts to agree fails the test too, so the list only shrinks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "support/git_repo.h"
 #include "support/subprocess.h"
 #include "support/temp_files.h"
 
@@ -26,11 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace bj = boost::json;
-
-const std::set<std::string> kBuiltChecks = {
-    "changelog-gate", "changelog-coverage", "changelog-prose", "dead-knob", "golden-al",
-    "engine-patch",   "precision-override", "evals",           "pareto",    "deprecated",
-    "upstream-image", "variant-lookup",     "pr-template"};
 
 struct Expectation {
   std::string check;
@@ -100,68 +99,137 @@ bool satisfied(const bj::object& check, const Expectation& e) {
   return false;
 }
 
-TEST(ReviewCorpus, EveryBuiltCheckAgreesWithTheCorpus) {
+// One case's trees, built under `scratch`: base/ and head/ directories.
+struct CaseTrees {
+  fs::path base;
+  fs::path head;
+};
+
+CaseTrees build_trees(const fs::path& corpus, const fs::path& dir, const fs::path& scratch) {
+  CaseTrees trees{scratch / "base", scratch / "head"};
+  for (const auto& side : {trees.base, trees.head}) {
+    fs::create_directories(side);
+    copy_tree(corpus / "_shared", side);
+    copy_tree(dir / "common", side);
+  }
+  copy_tree(dir / "base", trees.base);
+  copy_tree(dir / "head", trees.head);
+  return trees;
+}
+
+std::vector<std::string> case_args(const fs::path& dir, const std::string& base, const std::string& head) {
+  std::vector<std::string> args = {"review", "--base", base, "--head", head, "--format", "json", "--config-files"};
+  for (const char* file : {"configs/amd-master.yaml", "configs/nvidia-master.yaml"}) args.emplace_back(file);
+  if (fs::exists(dir / "args")) {
+    std::istringstream words(read_whole_file(dir / "args"));
+    args.insert(args.end(), std::istream_iterator<std::string>(words), {});
+  }
+  return args;
+}
+
+// `ixbench review` with `args`, run from `cwd`; the parsed JSON review.
+bj::object review_from(const fs::path& cwd, const std::vector<std::string>& args, const std::string& name) {
+  const fs::path previous = fs::current_path();
+  fs::current_path(cwd);
+  auto result = run_ixbench(args);
+  fs::current_path(previous);
+  EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << name << ": " << result.err;
+  auto parsed = bj::parse(result.out.empty() ? std::string("{}") : result.out);
+  return parsed.is_object() ? parsed.as_object() : bj::object{};
+}
+
+// The two trees as two commits of a git repository at `repo`, with the case's evidence
+// (results/, pr-body.md) copied in untracked.
+void commit_trees(const CaseTrees& trees, const fs::path& case_dir, const fs::path& repo) {
+  fs::create_directories(repo);
+  copy_tree(trees.base, repo);
+  ASSERT_EQ(git_commit_all(repo, "base"), "");
+  for (const auto& entry : fs::directory_iterator(repo)) {
+    if (entry.path().filename() != ".git") fs::remove_all(entry.path());
+  }
+  copy_tree(trees.head, repo);
+  ASSERT_EQ(git_commit_all(repo, "head"), "");
+  copy_tree(case_dir / "results", repo / "results");
+  if (fs::exists(case_dir / "pr-body.md")) fs::copy_file(case_dir / "pr-body.md", repo / "pr-body.md");
+}
+
+struct Tally {
+  size_t compared = 0;
+  std::set<std::string> still_open;
+};
+
+// Compares one case's review with its expected.txt, against the known gaps.
+void compare_case(const std::string& name, const bj::object& review, const std::vector<Expectation>& expected,
+                  const std::set<std::string>& gaps, Tally& tally) {
+  std::set<std::string> failing, asserted;
+  const bj::array* checks = review.contains("checks") ? &review.at("checks").as_array() : nullptr;
+  ASSERT_NE(checks, nullptr) << name << ": no review";
+  for (const auto& e : expected) {
+    const bj::object* check = nullptr;
+    for (const auto& c : *checks) {
+      if (c.at("id").as_string() == e.check) check = &c.as_object();
+    }
+    ASSERT_NE(check, nullptr) << name << ": no check " << e.check;
+    ++tally.compared;
+    asserted.insert(e.check);
+    if (satisfied(*check, e)) continue;
+    failing.insert(e.check);
+    if (!gaps.contains(name + " " + e.check))
+      ADD_FAILURE() << name << ": " << e.check << " expected " << e.verdict << " " << e.location << " '" << e.substring
+                    << "', got " << bj::serialize(*check);
+  }
+  for (const auto& check : asserted) {
+    if (!gaps.contains(name + " " + check)) continue;
+    if (failing.contains(check)) {
+      tally.still_open.insert(name + " " + check);
+    } else {
+      ADD_FAILURE() << name << " " << check << " now agrees with the corpus: remove it from KNOWN_GAPS";
+    }
+  }
+}
+
+std::vector<fs::path> case_dirs(const fs::path& corpus) {
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    if (entry.is_directory() && !entry.path().filename().string().starts_with("_")) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnDirectories) {
   const fs::path corpus = source_path("tests/data/review");
   const auto gaps = known_gaps();
   const fs::path scratch = scratch_dir("review_corpus");
-  size_t compared = 0, not_built = 0;
-  std::set<std::string> still_open;
-  for (const auto& entry : fs::directory_iterator(corpus)) {
-    if (!entry.is_directory()) continue;
-    const std::string name = entry.path().filename().string();
-    const fs::path base = scratch / name / "base", head = scratch / name / "head";
-    fs::create_directories(base);
-    fs::create_directories(head);
-    for (const auto& side : {base, head}) copy_tree(entry.path() / "common", side);
-    copy_tree(entry.path() / "base", base);
-    copy_tree(entry.path() / "head", head);
-    std::vector<std::string> args = {"review",      "--base",   base.string(), "--head",
-                                     head.string(), "--format", "json",        "--config-files"};
-    for (const char* file : {"configs/amd-master.yaml", "configs/nvidia-master.yaml"}) args.emplace_back(file);
-    if (fs::exists(entry.path() / "args")) {
-      std::istringstream words(read_whole_file(entry.path() / "args"));
-      args.insert(args.end(), std::istream_iterator<std::string>(words), {});
-    }
-    // From the case directory, so `--results results` and `--pr-body pr-body.md` resolve.
-    const fs::path previous = fs::current_path();
-    fs::current_path(entry.path());
-    auto result = run_ixbench(args);
-    fs::current_path(previous);
-    ASSERT_TRUE(result.exit_code == 0 || result.exit_code == 1) << name << ": " << result.err;
-    const auto review = bj::parse(result.out).as_object();
-    std::set<std::string> failing;
-    std::set<std::string> asserted;
-    for (const auto& e : read_expected(entry.path() / "expected.txt")) {
-      if (!kBuiltChecks.contains(e.check)) {
-        ++not_built;
-        continue;
-      }
-      const bj::object* check = nullptr;
-      for (const auto& c : review.at("checks").as_array()) {
-        if (c.at("id").as_string() == e.check) check = &c.as_object();
-      }
-      ASSERT_NE(check, nullptr) << name << ": no check " << e.check;
-      ++compared;
-      asserted.insert(e.check);
-      if (!satisfied(*check, e)) failing.insert(e.check);
-      if (!satisfied(*check, e) && !gaps.contains(name + " " + e.check))
-        ADD_FAILURE() << name << ": " << e.check << " expected " << e.verdict << " " << e.location << " '"
-                      << e.substring << "', got " << bj::serialize(*check);
-    }
-    for (const auto& check : asserted) {
-      if (gaps.contains(name + " " + check)) {
-        if (failing.contains(check)) {
-          still_open.insert(name + " " + check);
-        } else {
-          ADD_FAILURE() << name << " " << check << " now agrees with the corpus: remove it from KNOWN_GAPS";
-        }
-      }
-    }
+  Tally tally;
+  for (const auto& dir : case_dirs(corpus)) {
+    const std::string name = dir.filename().string();
+    const CaseTrees trees = build_trees(corpus, dir, scratch / name);
+    const auto review = review_from(dir, case_args(dir, trees.base.string(), trees.head.string()), name);
+    compare_case(name, review, read_expected(dir / "expected.txt"), gaps, tally);
   }
   fs::remove_all(scratch);
-  EXPECT_GT(compared, 40u);
-  std::cout << "review corpus: " << compared << " assertions compared, " << still_open.size() << " known gaps, "
-            << not_built << " for checks not built yet\n";
+  EXPECT_GT(tally.compared, 100u);
+  std::cout << "review corpus: " << tally.compared << " assertions compared, " << tally.still_open.size()
+            << " known gaps\n";
+}
+
+TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnGitRefs) {
+  if (!git_available()) GTEST_SKIP() << "git is not on PATH";
+  const fs::path corpus = source_path("tests/data/review");
+  const auto gaps = known_gaps();
+  const fs::path scratch = scratch_dir("review_corpus_git");
+  Tally tally;
+  for (const auto& dir : case_dirs(corpus)) {
+    const std::string name = dir.filename().string();
+    const CaseTrees trees = build_trees(corpus, dir, scratch / name);
+    const fs::path repo = scratch / name / "repo";
+    commit_trees(trees, dir, repo);
+    const auto review = review_from(repo, case_args(dir, "HEAD~1", "HEAD"), name);
+    compare_case(name, review, read_expected(dir / "expected.txt"), gaps, tally);
+  }
+  fs::remove_all(scratch);
+  EXPECT_GT(tally.compared, 100u);
 }
 
 }  // namespace
