@@ -104,13 +104,42 @@ bool has_draft(const config::MasterConfig& config) {
   return any(config.fixed_seq_len) || any(config.agentic_coding);
 }
 
-std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths) {
+std::string keep_configs(std::string_view text, const ConfigFilter& keep) {
+  std::string out;
+  out.reserve(text.size());
+  std::vector<std::string_view> block;
+  auto flush = [&] {
+    std::string_view key, prefix;
+    if (!block.empty() && !block[0].starts_with('#') && !block[0].starts_with(' '))
+      key = block[0].substr(0, block[0].find(':'));
+    for (const auto line : block) {
+      if (line.starts_with("  model-prefix:")) prefix = trim(line.substr(15));
+    }
+    while (prefix.size() >= 2 && (prefix.front() == '"' || prefix.front() == '\'') && prefix.back() == prefix.front())
+      prefix = prefix.substr(1, prefix.size() - 2);
+    const bool kept = !key.empty() && keep(key, prefix);
+    for (const auto line : block) {
+      if (kept) out.append(line);
+      out.push_back('\n');
+    }
+    block.clear();
+  };
+  for_each_line(text, [&](int, std::string_view line) {
+    if (!line.empty() && line[0] != ' ' && line[0] != '#' && line.find(':') != std::string_view::npos) flush();
+    block.push_back(line);
+  });
+  flush();
+  return out;
+}
+
+std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths,
+                                                const ConfigFilter& keep) {
   std::vector<config::MasterConfig> out;
   for (const auto& path : paths) {
     const auto& text = tree.read(path);
     if (!text) continue;
     std::vector<config::Diagnostic> ignored;  // `validate`'s findings, not review's
-    auto configs = config::parse_master_configs(*text, path, ignored);
+    auto configs = config::parse_master_configs(keep ? keep_configs(*text, keep) : *text, path, ignored);
     for (auto& c : configs) out.push_back(std::move(c));
   }
   return out;
@@ -175,9 +204,19 @@ Result<ChangeScope> compute_scope(const RepoTree& base, const RepoTree& head, co
   }
   if (touched.empty() && changed_recipes.empty()) return scope;
 
-  // Typed head configs map keys to recipes and back.
-  auto base_configs = typed_configs(base, differing);
-  for (auto& config : typed_configs(head, options.config_files)) {
+  // Typed head configs map keys to recipes and back: the changed keys, and the keys of the model
+  // prefixes changed recipes are named after (`<prefix>_<precision>_<gpu>...`); the other configs
+  // of a large master file are not parsed.
+  std::set<std::string, std::less<>> recipe_prefixes;
+  for (const auto& recipe : changed_recipes) {
+    const std::string name = recipe.substr(recipe.rfind('/') + 1);
+    recipe_prefixes.insert(name.substr(0, name.find('_')));
+  }
+  const ConfigFilter in_scope = [&](std::string_view key, std::string_view prefix) {
+    return touched.contains(std::string(key)) || recipe_prefixes.contains(prefix);
+  };
+  auto base_configs = typed_configs(base, differing, in_scope);
+  for (auto& config : typed_configs(head, options.config_files, in_scope)) {
     auto recipes = existing_recipes(head, config);
     const bool by_config = touched.contains(config.key);
     const bool by_recipe = std::any_of(recipes.begin(), recipes.end(), [&](const auto& r) {

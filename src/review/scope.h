@@ -13,6 +13,7 @@
 //   <prefix>_<precision>_<gpu>_<framework>.sh.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,7 +57,14 @@ Result<ChangeScope> compute_scope(const RepoTree& base, const RepoTree& head, co
 
 // The typed configs of a revision's master config files, file by file (a file that does not parse
 // contributes what did; its diagnostics are `validate`'s findings, not review's).
-std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths);
+// `keep` (when given) selects configs by key and model prefix; the others are not parsed.
+using ConfigFilter = std::function<bool(std::string_view key, std::string_view model_prefix)>;
+std::vector<config::MasterConfig> typed_configs(const RepoTree& tree, const std::vector<std::string>& paths,
+                                                const ConfigFilter& keep = {});
+
+// A master config's text with every top-level config `keep` rejects blanked out, line numbers kept
+// (so a large file parses only the configs wanted, with their real locations).
+std::string keep_configs(std::string_view text, const ConfigFilter& keep);
 
 // The recipe paths InferenceX's launchers would try for `config` (existing or not), most specific first.
 std::vector<std::string> recipe_candidates(const config::MasterConfig& config);
