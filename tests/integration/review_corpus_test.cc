@@ -14,6 +14,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <regex>
 #include <set>
@@ -197,18 +198,26 @@ std::vector<fs::path> case_dirs(const fs::path& corpus) {
   return dirs;
 }
 
-TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnDirectories) {
+// Every case reviewed by `review_one(case directory, its trees, scratch folder)`, compared.
+Tally review_corpus(const std::string& scratch_name,
+                    const std::function<bj::object(const fs::path&, const CaseTrees&, const fs::path&)>& review_one) {
   const fs::path corpus = source_path("tests/data/review");
   const auto gaps = known_gaps();
-  const fs::path scratch = scratch_dir("review_corpus");
+  const fs::path scratch = scratch_dir(scratch_name);
   Tally tally;
   for (const auto& dir : case_dirs(corpus)) {
     const std::string name = dir.filename().string();
     const CaseTrees trees = build_trees(corpus, dir, scratch / name);
-    const auto review = review_from(dir, case_args(dir, trees.base.string(), trees.head.string()), name);
-    compare_case(name, review, read_expected(dir / "expected.txt"), gaps, tally);
+    compare_case(name, review_one(dir, trees, scratch / name), read_expected(dir / "expected.txt"), gaps, tally);
   }
   fs::remove_all(scratch);
+  return tally;
+}
+
+TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnDirectories) {
+  const Tally tally = review_corpus("review_corpus", [](const fs::path& dir, const CaseTrees& trees, const fs::path&) {
+    return review_from(dir, case_args(dir, trees.base.string(), trees.head.string()), dir.filename().string());
+  });
   EXPECT_GT(tally.compared, 100u);
   std::cout << "review corpus: " << tally.compared << " assertions compared, " << tally.still_open.size()
             << " known gaps\n";
@@ -216,19 +225,11 @@ TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnDirectories) {
 
 TEST(ReviewCorpus, EveryCheckAgreesWithTheCorpusOnGitRefs) {
   if (!git_available()) GTEST_SKIP() << "git is not on PATH";
-  const fs::path corpus = source_path("tests/data/review");
-  const auto gaps = known_gaps();
-  const fs::path scratch = scratch_dir("review_corpus_git");
-  Tally tally;
-  for (const auto& dir : case_dirs(corpus)) {
-    const std::string name = dir.filename().string();
-    const CaseTrees trees = build_trees(corpus, dir, scratch / name);
-    const fs::path repo = scratch / name / "repo";
-    commit_trees(trees, dir, repo);
-    const auto review = review_from(repo, case_args(dir, "HEAD~1", "HEAD"), name);
-    compare_case(name, review, read_expected(dir / "expected.txt"), gaps, tally);
-  }
-  fs::remove_all(scratch);
+  const Tally tally =
+      review_corpus("review_corpus_git", [](const fs::path& dir, const CaseTrees& trees, const fs::path& scratch) {
+        commit_trees(trees, dir, scratch / "repo");
+        return review_from(scratch / "repo", case_args(dir, "HEAD~1", "HEAD"), dir.filename().string());
+      });
   EXPECT_GT(tally.compared, 100u);
 }
 
