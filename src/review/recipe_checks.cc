@@ -134,10 +134,11 @@ std::vector<std::pair<std::string, std::pair<int, int>>> changed_model_entries(c
     for_each_line(text, [&](int number, std::string_view line) {
       const bool top = !line.empty() && line[0] != ' ' && line[0] != '#' && line.find(':') != std::string_view::npos;
       if (top) out.emplace_back(std::string(line.substr(0, line.find(':'))), number, number, "");
-      if (!out.empty()) {
-        std::get<2>(out.back()) = number;
-        std::get<3>(out.back()) += std::string(line) + "\n";
-      }
+      // Blank and comment lines belong to no entry (a comment above the next entry is not an edit).
+      const std::string code = code_line(line);
+      if (out.empty() || trim(code).empty()) return;
+      std::get<2>(out.back()) = number;
+      std::get<3>(out.back()) += code + "\n";
     });
     return out;
   };

@@ -971,5 +971,25 @@ TEST_P(ReviewStore, StoredResultsAreEvidence) {
 INSTANTIATE_TEST_SUITE_P(ReviewOn, ReviewStore, ::testing::ValuesIn(store_backends()),
                          [](const auto& info) { return info.param; });
 
+TEST_F(Review, APrecisionOverrideInAModelsEntryTheChangeAddsFailsWithADraft) {
+  const std::string models = "DeepSeek-V4-Pro:\n  env: \"AITER_BF16_FP8_MOE_BOUND=0 ATOM_DISABLE_MMAP=true\"\n";
+  Files base = base_files();
+  base["benchmarks/multi_node/amd_utils/models_atom.yaml"] = models;
+  Files head = base;
+  std::string config = kMultiNodeConfig;
+  config.replace(config.find("      - conc-list"), 8, "      - spec-decoding: mtp\n        ");
+  head["configs/amd-master.yaml"] = config;
+  head["benchmarks/multi_node/amd_utils/models_atom.yaml"] =
+      models + "\n# The agentic entry.\nDeepSeek-V4-Pro-AgentX:\n  env: \"AITER_BF16_FP8_MOE_BOUND=0\"\n";
+  std::vector<std::string> configs = {"--config-files", "configs/nvidia-master.yaml", "configs/amd-master.yaml"};
+  auto c = check_change(base, head, "precision-override", configs);
+  EXPECT_EQ(verdict(c), "FAIL");
+  ASSERT_EQ(c.at("evidence").as_array().size(), 1u) << bj::serialize(c) << "\nthe untouched entry is not judged";
+  EXPECT_NE(evidence(c).find("models_atom.yaml:6: AITER_BF16_FP8_MOE_BOUND in the env of models entry "
+                             "'DeepSeek-V4-Pro-AgentX' reaches the draft model"),
+            std::string::npos)
+      << evidence(c);
+}
+
 }  // namespace
 }  // namespace ix::testing
