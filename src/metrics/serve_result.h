@@ -3,9 +3,9 @@
 // historical "request_goodput:" key), plus ixbench's extra fields under their own names.
 //
 // Used by `ixbench bench serve` (wall clock) and, through serve_summary.h, `ixbench sim predict`
-// (virtual time): this file does no I/O and reads no clock. Every time is an int64 nanosecond stamp on one monotonic epoch
-// chosen by the caller (steady clock or simulator time); only differences are used, converted to
-// seconds before statistics, as vLLM's perf_counter() floats are.
+// (virtual time): this file does no I/O and reads no clock. Every time is an int64 nanosecond stamp on one monotonic
+// epoch chosen by the caller (steady clock or simulator time); only differences are used, converted to seconds before
+// statistics, as vLLM's perf_counter() floats are.
 //
 // Thread-safety: plain values and a pure function.
 #pragma once

@@ -66,14 +66,6 @@ void ServeSummary::TokenSampleSet::reserve(size_t n) {
   if (how_ == TokenSamples::kEvery) every_.reserve(n);
 }
 
-void ServeSummary::TokenSampleSet::add(double value, int64_t count) {
-  if (how_ == TokenSamples::kCounted) {
-    counted_.add(value, count);
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i) every_.push_back(value);
-}
-
 Summary ServeSummary::TokenSampleSet::summarize(std::span<const double> percentiles, double scale) {
   if (how_ == TokenSamples::kCounted) return counted_.summarize(percentiles, scale);
   return summarize_in_place(every_, percentiles, scale);
@@ -104,20 +96,25 @@ void ServeSummary::add_request(const RequestRecord& r) {
   }
 }
 
-void ServeSummary::add_content_event(int64_t previous_ns, int64_t event_ns, int32_t tokens) {
-  tokens_per_chunk_.add(tokens, 1);
+void ServeSummary::flush_repeated_events() {
+  const int64_t n = repeats_;
+  if (n == 0) return;
+  repeats_ = 0;
+  const auto [previous_ns, event_ns, tokens] = repeated_;
+  tokens_per_chunk_.add(tokens, n);
   const auto second = static_cast<int64_t>(seconds_between(origin_ns_, event_ns));
   if (second >= 0) {
     const auto bucket = static_cast<size_t>(second);
     if (bucket >= events_per_second_.size()) events_per_second_.resize(bucket + 1, 0.0);
-    events_per_second_[bucket] += 1.0;
+    // Whole counts: adding n at once is adding 1.0 n times.
+    events_per_second_[bucket] += static_cast<double>(n);
   }
   if (previous_ns == 0) return;
   // One ITL sample per gap, and one per token of the event (the gap split evenly).
   const double gap = seconds_between(previous_ns, event_ns);
-  itls_.add(gap, 1);
+  itls_.add(gap, n);
   const int32_t k = std::max<int32_t>(tokens, 1);
-  token_itls_.add(gap / k, k);
+  token_itls_.add(gap / k, k * n);
 }
 
 void ServeSummary::add_failed(const RequestRecord& r) {
@@ -332,6 +329,7 @@ void ServeSummary::put_validity(boost::json::object& own, const ServeRunInfo& in
 }
 
 boost::json::object ServeSummary::result(const ServeRunInfo& info) && {
+  flush_repeated_events();
   const double duration = seconds_between(info.start_ns, info.end_ns);
   boost::json::object out;
   put_header(out, info, duration);

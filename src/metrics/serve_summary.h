@@ -43,7 +43,18 @@ class ServeSummary {
   // One content event of a measured request that will complete, for callers that summarise the
   // events as they happen and leave the record's content_event_ns empty: `previous_ns` is the
   // request's content event before it (0 for its first), `tokens` the tokens it carried.
-  void add_content_event(int64_t previous_ns, int64_t event_ns, int32_t tokens);
+  // Events equal to the one before (a batch's requests stepping together) are only counted here
+  // and summarised once, with their multiplicity.
+  void add_content_event(int64_t previous_ns, int64_t event_ns, int32_t tokens) {
+    if (repeats_ > 0 && event_ns == repeated_.event_ns && previous_ns == repeated_.previous_ns &&
+        tokens == repeated_.tokens) {
+      ++repeats_;
+      return;
+    }
+    flush_repeated_events();
+    repeated_ = {previous_ns, event_ns, tokens};
+    repeats_ = 1;
+  }
 
   // The result object (build_serve_result's description); the summary is used up.
   boost::json::object result(const ServeRunInfo& info) &&;
@@ -54,7 +65,13 @@ class ServeSummary {
    public:
     explicit TokenSampleSet(TokenSamples how) : how_(how) {}
     void reserve(size_t n);
-    void add(double value, int64_t count);
+    void add(double value, int64_t count) {
+      if (how_ == TokenSamples::kCounted) {
+        counted_.add(value, count);
+        return;
+      }
+      for (int64_t i = 0; i < count; ++i) every_.push_back(value);
+    }
     Summary summarize(std::span<const double> percentiles, double scale);
 
    private:
@@ -67,6 +84,13 @@ class ServeSummary {
     int64_t concurrent_requests = 0;
   };
 
+  struct ContentEvent {
+    int64_t previous_ns = 0;
+    int64_t event_ns = 0;
+    int32_t tokens = 0;
+  };
+  // Summarises repeats_ copies of repeated_ (in order: kEvery samples keep their sequence).
+  void flush_repeated_events();
   void add_completed(const RequestRecord& r);
   void add_failed(const RequestRecord& r);
   int64_t count_good(const std::map<std::string, double>& slo_ms) const;
@@ -83,6 +107,8 @@ class ServeSummary {
   // request's [send, last event] span.
   int64_t origin_ns_;
   std::vector<double> events_per_second_;
+  ContentEvent repeated_;
+  int64_t repeats_ = 0;
   std::vector<std::pair<int64_t, int64_t>> spans_;
   std::vector<int64_t> input_lens_, output_lens_, scheduled_ns_;  // measured requests, failed ones too
   int64_t completed_ = 0, failed_ = 0, warmups_ = 0;

@@ -203,23 +203,12 @@ Summary SampleRecorder::summarize(std::span<const double> percentiles, double sc
   return metrics::summarize(values_, percentiles, scale);
 }
 
-void CountedSamples::add(double value, int64_t count) {
-  count_ += count;
-  if (run_count_ > 0 && value == run_value_) {
-    run_count_ += count;
-    return;
-  }
-  flush_run();
+// Moves the finished run into recent_, merging recent_ into distinct_ once it has grown as large
+// (amortised O(log d) per run for d distinct values, memory at most about twice d).
+void CountedSamples::start_run(double value, int64_t count) {
+  if (run_count_ > 0) recent_.emplace_back(run_value_, run_count_);
   run_value_ = value;
   run_count_ = count;
-}
-
-// Moves the current run into recent_, merging recent_ into distinct_ once it has grown as large
-// (amortised O(log d) per run for d distinct values, memory at most about twice d).
-void CountedSamples::flush_run() {
-  if (run_count_ == 0) return;
-  recent_.emplace_back(run_value_, run_count_);
-  run_count_ = 0;
   constexpr size_t kMinMerge = 4096;
   if (recent_.size() < std::max(kMinMerge, distinct_.size())) return;
   distinct_.insert(distinct_.end(), recent_.begin(), recent_.end());

@@ -115,13 +115,20 @@ class SampleRecorder {
 // to the one added before costs a comparison.
 class CountedSamples {
  public:
-  void add(double value, int64_t count = 1);
+  void add(double value, int64_t count = 1) {
+    count_ += count;
+    if (run_count_ > 0 && value == run_value_) {
+      run_count_ += count;
+      return;
+    }
+    start_run(value, count);
+  }
   int64_t count() const { return count_; }
   Summary summarize(std::span<const double> percentiles, double scale = 1.0) const;
 
  private:
   using Counts = std::vector<std::pair<double, int64_t>>;  // (value, count)
-  void flush_run();
+  void start_run(double value, int64_t count);
   static void sort_and_merge(Counts& counts);  // ascending, each value once
   Counts distinct_;                            // sorted and merged
   Counts recent_;                              // added since distinct_ was last merged

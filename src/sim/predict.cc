@@ -241,15 +241,16 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
   core.run_until(kNever, [&](const TokenEvent& event) {
     const int32_t index = index_of[event.request_id - 1];
-    auto& record = records[index];
-    if (record.first_token_ns == 0) {
-      record.first_token_ns = event.time_ns;
-      record.first_byte_ns = event.time_ns;
+    int64_t& last_ns = last_event_ns[index];  // 0 before the request's first token
+    if (last_ns == 0) {
+      records[index].first_token_ns = event.time_ns;
+      records[index].first_byte_ns = event.time_ns;
       engine_scheduled_ns[index] = event.scheduled_ns;
     }
-    if (!options.summary_only) summary.add_content_event(last_event_ns[index], event.time_ns, event.new_tokens);
-    last_event_ns[index] = event.time_ns;
+    if (!options.summary_only) summary.add_content_event(last_ns, event.time_ns, event.new_tokens);
+    last_ns = event.time_ns;
     if (event.finish != FinishReason::kNone) {
+      auto& record = records[index];
       record.success = true;
       record.end_ns = event.time_ns;
       record.output_len = event.total_output_tokens;
