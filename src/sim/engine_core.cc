@@ -799,9 +799,12 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       auto host_blocks = setup_offload(config, *inst.cost, inst.offload);
       if (!host_blocks) return fail(host_blocks.error());
       const int32_t ranks = inst.cost->shape().dp_ranks;
+      // A decode engine's prefix cache is never looked up (every request arrives with its KV), so
+      // its pools keep no hashes: the same schedule without an index of every prompt block.
+      const bool caching = config.enable_prefix_caching && stage != Stage::kDecode;
       for (int32_t k = 0; k < ranks; ++k)
-        inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,
-                                config.enable_prefix_caching, int32_t(*host_blocks));
+        inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size, caching,
+                                int32_t(*host_blocks));
       impl->instances.push_back(std::move(inst));
     }
     return {};
