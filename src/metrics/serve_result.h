@@ -2,10 +2,10 @@
 // (SPEC §4): vLLM / InferenceX `bench serve` keys, exactly as they spell them (including vLLM's
 // historical "request_goodput:" key), plus ixbench's extra fields under their own names.
 //
-// Used by `ixbench bench serve` (wall clock) and `ixbench sim predict` (virtual time): this file
-// does no I/O and reads no clock. Every time is an int64 nanosecond stamp on one monotonic epoch
-// chosen by the caller (steady clock or simulator time); only differences are used, converted to
-// seconds before statistics, as vLLM's perf_counter() floats are.
+// Used by `ixbench bench serve` (wall clock) and, through serve_summary.h, `ixbench sim predict`
+// (virtual time): this file does no I/O and reads no clock. Every time is an int64 nanosecond stamp on one monotonic
+// epoch chosen by the caller (steady clock or simulator time); only differences are used, converted to seconds before
+// statistics, as vLLM's perf_counter() floats are.
 //
 // Thread-safety: plain values and a pure function.
 #pragma once
@@ -126,7 +126,8 @@ struct ServeRunInfo {
 // sched_* measured from the scheduled time, coordinated-omission free; token_itl = each gap
 // divided by the tokens its event carried, one sample per token),
 // {mean,median,max}_tokens_per_chunk, output_token_mismatch {...}, scheduled_offsets_ms,
-// client {...}, run_valid, invalid_reasons, then `extra`}.
+// client {...}, run_valid, invalid_reasons, then `extra`}. It is a ServeSummary
+// (serve_summary.h) fed with every record, samples kept in order (TokenSamples::kEvery).
 boost::json::object build_serve_result(const std::vector<RequestRecord>& records, const ServeRunInfo& info);
 
 // One request as a JSON object (for --save-detailed JSONL): times relative to `origin_ns`, in ms.

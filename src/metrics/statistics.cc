@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "metrics/double_double.h"
 
 namespace ix::metrics {
 namespace {
@@ -47,6 +48,41 @@ double numpy_lerp(double a, double b, double t) {
   return a + diff * t;
 }
 
+// The ranks np.percentile's method "linear" reads at p among n sorted values, and the weight of
+// the upper one: virtual index (p/100)·(n−1); one rank (lo == hi) at or beyond either end.
+struct PercentileRanks {
+  size_t lo = 0;
+  size_t hi = 0;
+  double gamma = 0.0;
+};
+
+PercentileRanks percentile_ranks(size_t n, double p) {
+  const double virtual_index = static_cast<double>(n - 1) * (p / 100.0);
+  if (virtual_index >= static_cast<double>(n - 1)) return {n - 1, n - 1, 0.0};
+  if (virtual_index < 0.0) return {0, 0, 0.0};
+  const double previous = std::floor(virtual_index);
+  const auto lo = static_cast<size_t>(previous);
+  return {lo, lo + 1, virtual_index - previous};
+}
+
+// np.percentile and np.median of n sorted values, `at(rank)` giving the value of each rank: the
+// one definition behind every percentile and median here, whatever holds the values.
+template <typename At>
+double percentile_by_rank(size_t n, double p, const At& at) {
+  if (n == 0) return 0.0;
+  const PercentileRanks r = percentile_ranks(n, p);
+  if (r.lo == r.hi) return at(r.lo);
+  return numpy_lerp(at(r.lo), at(r.hi), r.gamma);
+}
+
+template <typename At>
+double median_by_rank(size_t n, const At& at) {
+  if (n == 0) return 0.0;
+  if (n % 2 == 1) return at(n / 2);
+  // np.median takes np.mean of the two middle elements: (0 + a + b) / 2.
+  return (0.0 + at(n / 2 - 1) + at(n / 2)) / 2.0;
+}
+
 }  // namespace
 
 double pairwise_sum(std::span<const double> values) {
@@ -71,11 +107,7 @@ double std_dev(std::span<const double> values) {
 }
 
 static double median_sorted(std::span<const double> sorted) {
-  const size_t n = sorted.size();
-  if (n == 0) return 0.0;
-  if (n % 2 == 1) return sorted[n / 2];
-  // np.median takes np.mean of the two middle elements: (0 + a + b) / 2.
-  return (0.0 + sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  return median_by_rank(sorted.size(), [sorted](size_t i) { return sorted[i]; });
 }
 
 double median(std::span<const double> values) {
@@ -85,16 +117,7 @@ double median(std::span<const double> values) {
 }
 
 double percentile_sorted(std::span<const double> sorted, double p) {
-  const size_t n = sorted.size();
-  if (n == 0) return 0.0;
-  const double q = p / 100.0;
-  const double virtual_index = static_cast<double>(n - 1) * q;
-  if (virtual_index >= static_cast<double>(n - 1)) return sorted[n - 1];
-  if (virtual_index < 0.0) return sorted[0];
-  const double previous = std::floor(virtual_index);
-  const size_t lo = static_cast<size_t>(previous);
-  const double gamma = virtual_index - previous;
-  return numpy_lerp(sorted[lo], sorted[lo + 1], gamma);
+  return percentile_by_rank(sorted.size(), p, [sorted](size_t i) { return sorted[i]; });
 }
 
 double percentile(std::span<const double> values, double p) {
@@ -122,22 +145,12 @@ struct OrderStatistics {
   std::vector<size_t> ranks;  // ascending, distinct
 
   explicit OrderStatistics(std::span<double> v) : values(v) {}
-  // Ranks that linear interpolation at p reads (lo and lo + 1), as percentile_sorted computes them.
+  // Ranks that linear interpolation at p reads, as percentile_sorted computes them.
   void need(double p) {
-    const size_t n = values.size();
-    if (n == 0) return;
-    const double virtual_index = static_cast<double>(n - 1) * (p / 100.0);
-    if (virtual_index >= static_cast<double>(n - 1)) {
-      ranks.push_back(n - 1);
-      return;
-    }
-    if (virtual_index < 0.0) {
-      ranks.push_back(0);
-      return;
-    }
-    const size_t lo = static_cast<size_t>(std::floor(virtual_index));
-    ranks.push_back(lo);
-    ranks.push_back(lo + 1);
+    if (values.empty()) return;
+    const PercentileRanks r = percentile_ranks(values.size(), p);
+    ranks.push_back(r.lo);
+    ranks.push_back(r.hi);
   }
   void select() {
     std::sort(ranks.begin(), ranks.end());
@@ -188,6 +201,71 @@ void SampleRecorder::merge(const SampleRecorder& other) {
 
 Summary SampleRecorder::summarize(std::span<const double> percentiles, double scale) const {
   return metrics::summarize(values_, percentiles, scale);
+}
+
+// Moves the finished run into recent_, merging recent_ into distinct_ once it has grown as large
+// (amortised O(log d) per run for d distinct values, memory at most about twice d).
+void CountedSamples::start_run(double value, int64_t count) {
+  if (run_count_ > 0) recent_.emplace_back(run_value_, run_count_);
+  run_value_ = value;
+  run_count_ = count;
+  constexpr size_t kMinMerge = 4096;
+  if (recent_.size() < std::max(kMinMerge, distinct_.size())) return;
+  distinct_.insert(distinct_.end(), recent_.begin(), recent_.end());
+  recent_.clear();
+  sort_and_merge(distinct_);
+}
+
+void CountedSamples::sort_and_merge(Counts& counts) {
+  std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (out > 0 && counts[out - 1].first == counts[i].first) {
+      counts[out - 1].second += counts[i].second;
+    } else {
+      counts[out++] = counts[i];
+    }
+  }
+  counts.resize(out);
+}
+
+Summary CountedSamples::summarize(std::span<const double> percentiles, double scale) const {
+  Summary s;
+  s.count = count_;
+  if (count_ == 0) {
+    for (double p : percentiles) s.percentiles.emplace_back(p, 0.0);
+    return s;
+  }
+  Counts counts = distinct_;
+  counts.insert(counts.end(), recent_.begin(), recent_.end());
+  if (run_count_ > 0) counts.emplace_back(run_value_, run_count_);
+  sort_and_merge(counts);
+  const auto n = static_cast<double>(count_);
+  // np.mean: the sum divided by n; np.std: the mean of the squared deviations, each as numpy
+  // computes it elementwise ((x - m) then its square), then the square root.
+  dd::DD sum, squares;
+  for (const auto& [value, k] : counts) sum = dd::add(sum, dd::mul({value, 0.0}, {static_cast<double>(k), 0.0}));
+  const double m = sum.hi / n;
+  for (const auto& [value, k] : counts) {
+    const double d = value - m;
+    squares = dd::add(squares, dd::mul({d * d, 0.0}, {static_cast<double>(k), 0.0}));
+  }
+  s.mean = m * scale;
+  s.std_dev = std::sqrt(squares.hi / n) * scale;
+  s.min = counts.front().first * scale;
+  s.max = counts.back().first * scale;
+  // Rank r holds the value whose cumulative count first exceeds r.
+  std::vector<int64_t> cumulative(counts.size());
+  int64_t running = 0;
+  for (size_t i = 0; i < counts.size(); ++i) cumulative[i] = running += counts[i].second;
+  const auto at = [&](size_t rank) {
+    const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), static_cast<int64_t>(rank));
+    return counts[static_cast<size_t>(it - cumulative.begin())].first;
+  };
+  const auto total = static_cast<size_t>(count_);
+  s.median = median_by_rank(total, at) * scale;
+  for (double p : percentiles) s.percentiles.emplace_back(p, percentile_by_rank(total, p, at) * scale);
+  return s;
 }
 
 void RunningStats::add(double value) {

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -101,6 +102,39 @@ class SampleRecorder {
 
  private:
   std::vector<double> values_;
+};
+
+// Samples kept as distinct values with counts, for samples that repeat: a simulator's inter-token
+// gaps are step times shared by every request of a batch, so the hundreds of millions of gaps of
+// a large sweep point hold a few hundred thousand distinct values. Statistics are those of the
+// list with each value repeated `count` times: median, percentiles, min and max exactly as
+// summarize() gives them (the same order statistics, the same interpolation); mean and std as
+// numpy defines them (std over the same squared deviations from the mean), each sum rounded
+// once (double-double, about 106 bits) where numpy sums the list pairwise in its order, so the
+// two may differ in the last bit. Finite values only. Memory: O(distinct values); a value equal
+// to the one added before costs a comparison.
+class CountedSamples {
+ public:
+  void add(double value, int64_t count = 1) {
+    count_ += count;
+    if (run_count_ > 0 && value == run_value_) {
+      run_count_ += count;
+      return;
+    }
+    start_run(value, count);
+  }
+  int64_t count() const { return count_; }
+  Summary summarize(std::span<const double> percentiles, double scale = 1.0) const;
+
+ private:
+  using Counts = std::vector<std::pair<double, int64_t>>;  // (value, count)
+  void start_run(double value, int64_t count);
+  static void sort_and_merge(Counts& counts);  // ascending, each value once
+  Counts distinct_;                            // sorted and merged
+  Counts recent_;                              // added since distinct_ was last merged
+  double run_value_ = 0.0;
+  int64_t run_count_ = 0;  // the latest value and how often it came in a row (not in recent_ yet)
+  int64_t count_ = 0;
 };
 
 // Constant-memory running statistics (count, mean, variance via Welford, min, max), mergeable

@@ -34,20 +34,6 @@ double distinct_experts(double tokens, double experts, double k, double a) {
 
 }  // namespace
 
-void RankLoad::add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec) {
-  tokens += new_tokens;
-  requests += 1;
-  if (decode) {
-    decode_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
-    decode_context_tokens += context_tokens + new_tokens;
-    if (spec) spec_requests += 1;
-  } else {
-    prefill_tokens += new_tokens;
-    prefill_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
-    prefill_context_tokens += context_tokens;
-  }
-}
-
 CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const Efficiency& efficiency,
                      const std::string& precision, int32_t num_spec_tokens, const WorkerTopology& topology)
     : model_(model), hardware_(hardware), efficiency_(efficiency), num_spec_tokens_(num_spec_tokens) {

@@ -37,7 +37,19 @@ struct RankLoad {
   double prefill_context_tokens = 0;  // Σ ctx_i over prefill chunks (KV read)
 
   // Adds one scheduled request: `new_tokens` computed on top of `context_tokens` already cached.
-  void add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec);
+  void add(int32_t new_tokens, int32_t context_tokens, bool decode, bool spec) {
+    tokens += new_tokens;
+    requests += 1;
+    if (decode) {
+      decode_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
+      decode_context_tokens += context_tokens + new_tokens;
+      if (spec) spec_requests += 1;
+    } else {
+      prefill_tokens += new_tokens;
+      prefill_token_context += double(new_tokens) * (context_tokens + 0.5 * new_tokens);
+      prefill_context_tokens += context_tokens;
+    }
+  }
 };
 
 // Where a step's time goes; calibration rescales each bucket by its fitted multipliers:

@@ -18,40 +18,74 @@ namespace {
 // kPending: sent, not yet at the engine; kInbox: at the engine, not yet taken in by its scheduler
 // (SGLang --scheduler-recv-interval); kWaiting: in a rank's waiting queue; kLoading: its KV
 // prefix is being loaded back from the CPU offload tier (vLLM's WAITING_FOR_REMOTE_KVS).
-enum class Phase { kPending, kInbox, kWaiting, kLoading, kRunning, kTransfer, kDone };
+enum class Phase : uint8_t { kPending, kInbox, kWaiting, kLoading, kRunning, kTransfer, kDone };
 enum class Stage { kUnified, kPrefill, kDecode };
 
-struct Request {
+// The fields every step reads and writes fill the first cache line: a decode step touches every
+// running request twice, and at a few thousand requests per rank those reads were most of its time.
+struct alignas(64) Request {
   uint64_t id = 0;
   int32_t prompt = 0;
-  int32_t max_tokens = 0;
   int32_t target = 0;
+  int32_t computed = 0;
+  int32_t output = 0;
+  int32_t registered = 0;
+  int32_t prompt_blocks = 0;  // full prompt blocks with a hash: min(prompt / block_size, hashes)
+  int32_t step_tokens = 0;
+  Phase phase = Phase::kPending;
+  bool step_spec = false;
+  bool cancelled = false;
+  bool in_step = false;
+  std::vector<int32_t> blocks;
+
+  int32_t stored = 0;  // leading prompt blocks offered to the CPU offload tier
+  int32_t max_tokens = 0;
+  int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
   std::vector<uint64_t> hashes;
   std::optional<uint64_t> session;
   int64_t arrival_ns = 0;
   int64_t first_scheduled_ns = -1;  // -1 until a rank first admits it
-
-  Phase phase = Phase::kPending;
-  int32_t computed = 0;
-  int32_t output = 0;
-  int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
-  int32_t registered = 0;
-  int32_t stored = 0;  // leading prompt blocks offered to the CPU offload tier
-  std::vector<int32_t> blocks;
-  bool kv_preloaded = false;  // decode side of a disaggregated deployment
+  bool kv_preloaded = false;        // decode side of a disaggregated deployment
   // Disaggregated: the KV arrived while every slot of its decode rank was taken; the first token
   // reaches the client when the rank admits the request.
   bool first_token_held = false;
-  bool cancelled = false;
-  bool in_step = false;
   int32_t instance = -1;
   int32_t rank = -1;
 
-  int32_t step_tokens = 0;
-  bool step_spec = false;
-
   CostBuckets mark{};
   RequestCost cost;
+};
+
+// Requests live in slabs and are reused as they finish (the most recently finished first): a
+// decode step reads every running request, and heap objects scattered among their block tables
+// and hashes made those reads cache and TLB misses.
+class RequestPool {
+ public:
+  struct Recycle {
+    RequestPool* pool;
+    void operator()(Request* r) const { pool->release(r); }
+  };
+  using Ptr = std::unique_ptr<Request, Recycle>;
+
+  Ptr make() {
+    if (free_.empty()) grow();
+    Request* r = free_.back();
+    free_.pop_back();
+    return Ptr(r, Recycle{this});
+  }
+
+ private:
+  static constexpr size_t kSlab = 256;
+  void release(Request* r) {
+    *r = Request{};
+    free_.push_back(r);
+  }
+  void grow() {
+    slabs_.push_back(std::make_unique<Request[]>(kSlab));
+    for (size_t i = kSlab; i-- > 0;) free_.push_back(&slabs_.back()[i]);
+  }
+  std::vector<std::unique_ptr<Request[]>> slabs_;
+  std::vector<Request*> free_;
 };
 
 struct Rank {
@@ -152,7 +186,8 @@ struct EngineCore::Impl {
   int64_t now_ns = 0;
   uint64_t next_id = 1;
   uint64_t next_sequence = 0;
-  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests;
+  RequestPool request_pool;  // before `requests`, which returns its requests to it
+  std::unordered_map<uint64_t, RequestPool::Ptr> requests;
   EventQueue arrivals;
   EventQueue transfers;
   EventQueue loads;  // CPU offload tier -> GPU loads in flight
@@ -542,58 +577,74 @@ struct EngineCore::Impl {
     r->mark = inst.cumulative;
   }
 
+  // Full prompt blocks computed so far join the prefix cache (and, with offloading, the CPU tier).
+  // A request past its prompt has nothing left to register: the common decode step skips this.
+  void register_computed_blocks(Instance& inst, Rank& rank, Request* r) {
+    if (r->registered >= r->prompt_blocks && !(inst.offload.enabled && r->stored < r->prompt_blocks)) return;
+    const int32_t full_prompt_blocks =
+        std::min<int32_t>(std::min(r->computed, r->prompt) / rank.pool.block_size(), int32_t(r->hashes.size()));
+    if (full_prompt_blocks > r->registered) {
+      rank.pool.register_blocks(r->blocks, r->hashes, r->registered, full_prompt_blocks);
+      r->registered = full_prompt_blocks;
+    }
+    if (inst.offload.enabled && full_prompt_blocks > r->stored) offload_store(inst, rank, r, full_prompt_blocks);
+  }
+
+  // What one scheduled request's tokens of the finished step give: a prefill chunk, the prefill
+  // engine's first token and KV transfer, or sampled tokens (1 + accepted drafts).
+  void finish_request_step(Instance& inst, Rank& rank, Request* r, const Sink& sink) {
+    r->in_step = false;
+    if (r->cancelled) return;
+    r->computed += r->step_tokens;
+    register_computed_blocks(inst, rank, r);
+    if (r->computed < r->prompt + r->output) return;  // more prefill chunks to go
+
+    if (inst.stage == Stage::kPrefill) {
+      // The prefill engine samples the first token, then ships the KV to a decode engine.
+      first_token_reached(r, inst);
+      rank.pool.release(r->blocks);
+      const double transfer_s = inst.cost->kv_transfer_seconds(r->prompt, false);
+      r->cost.to_first_token[kOther] += transfer_s;
+      r->phase = Phase::kTransfer;
+      transfers.push({now_ns + std::llround(transfer_s * 1e9), next_sequence++, r->id});
+      return;
+    }
+    int32_t produced = 1;
+    if (r->step_spec) {
+      const int32_t drafts = r->step_tokens - 1;
+      int32_t accepted = 0;
+      while (accepted < drafts && spec_rng.uniform01() < accept_p) ++accepted;
+      produced += accepted;
+      counters.spec_decode_num_drafts += 1;
+      counters.spec_decode_num_draft_tokens += drafts;
+      counters.spec_decode_num_accepted_tokens += accepted;
+    }
+    produced = std::min(produced, r->target - r->output);
+    const bool first = r->output == 0;
+    r->output += produced;
+    r->computed = r->prompt + r->output - 1;
+    counters.generation_tokens_total += produced;
+    if (first) first_token_reached(r, inst);
+    emit(r, produced, sink);
+    if (r->output >= r->target) finish(rank, inst, r);
+  }
+
   void finish_step(Instance& inst, const Sink& sink) {
     inst.busy = false;
     inst.step_end_ns = kNever;
     inst.recv_counter += inst.step_has_prefill ? recv_interval() : 1;
     for (size_t i = 0; i < inst.cumulative.size(); ++i) inst.cumulative[i] += inst.step_cost.buckets[i];
     for (auto& rank : inst.ranks) {
-      const int32_t block_size = rank.pool.block_size();
+      bool any_left = false;  // a request that stopped running (finished, transferred, cancelled)
       for (Request* r : rank.scheduled) {
-        r->in_step = false;
-        if (r->cancelled) continue;
-        r->computed += r->step_tokens;
-        const int32_t full_prompt_blocks =
-            std::min<int32_t>(std::min(r->computed, r->prompt) / block_size, int32_t(r->hashes.size()));
-        if (full_prompt_blocks > r->registered) {
-          rank.pool.register_blocks(r->blocks, r->hashes, r->registered, full_prompt_blocks);
-          r->registered = full_prompt_blocks;
-        }
-        if (inst.offload.enabled && full_prompt_blocks > r->stored) offload_store(inst, rank, r, full_prompt_blocks);
-        if (r->computed < r->prompt + r->output) continue;  // more prefill chunks to go
-
-        if (inst.stage == Stage::kPrefill) {
-          // The prefill engine samples the first token, then ships the KV to a decode engine.
-          first_token_reached(r, inst);
-          rank.pool.release(r->blocks);
-          const double transfer_s = inst.cost->kv_transfer_seconds(r->prompt, false);
-          r->cost.to_first_token[kOther] += transfer_s;
-          r->phase = Phase::kTransfer;
-          transfers.push({now_ns + std::llround(transfer_s * 1e9), next_sequence++, r->id});
-          continue;
-        }
-        int32_t produced = 1;
-        if (r->step_spec) {
-          const int32_t drafts = r->step_tokens - 1;
-          int32_t accepted = 0;
-          while (accepted < drafts && spec_rng.uniform01() < accept_p) ++accepted;
-          produced += accepted;
-          counters.spec_decode_num_drafts += 1;
-          counters.spec_decode_num_draft_tokens += drafts;
-          counters.spec_decode_num_accepted_tokens += accepted;
-        }
-        produced = std::min(produced, r->target - r->output);
-        const bool first = r->output == 0;
-        r->output += produced;
-        r->computed = r->prompt + r->output - 1;
-        counters.generation_tokens_total += produced;
-        if (first) first_token_reached(r, inst);
-        emit(r, produced, sink);
-        if (r->output >= r->target) finish(rank, inst, r);
+        finish_request_step(inst, rank, r, sink);
+        any_left = any_left || r->phase != Phase::kRunning;
       }
-      std::erase_if(rank.running, [](const Request* r) { return r->phase != Phase::kRunning; });
-      for (Request* r : rank.scheduled)
-        if (r->phase == Phase::kDone && !r->in_step) requests.erase(r->id);
+      if (any_left) {
+        std::erase_if(rank.running, [](const Request* r) { return r->phase != Phase::kRunning; });
+        for (Request* r : rank.scheduled)
+          if (r->phase == Phase::kDone && !r->in_step) requests.erase(r->id);
+      }
       rank.scheduled.clear();
     }
   }
@@ -748,9 +799,12 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ResolvedEngine& eng
       auto host_blocks = setup_offload(config, *inst.cost, inst.offload);
       if (!host_blocks) return fail(host_blocks.error());
       const int32_t ranks = inst.cost->shape().dp_ranks;
+      // A decode engine's prefix cache is never looked up (every request arrives with its KV), so
+      // its pools keep no hashes: the same schedule without an index of every prompt block.
+      const bool caching = config.enable_prefix_caching && stage != Stage::kDecode;
       for (int32_t k = 0; k < ranks; ++k)
-        inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size,
-                                config.enable_prefix_caching, int32_t(*host_blocks));
+        inst.ranks.emplace_back(int32_t(std::min<int64_t>(blocks, INT32_MAX)), config.block_size, caching,
+                                int32_t(*host_blocks));
       impl->instances.push_back(std::move(inst));
     }
     return {};
@@ -786,12 +840,13 @@ Result<uint64_t> EngineCore::submit(CoreRequest request) {
                               "--gpu-memory-utilization/--tp",
                               need_blocks, inst.ranks.front().pool.num_blocks()));
   }
-  auto r = std::make_unique<Request>();
+  RequestPool::Ptr r = s.request_pool.make();
   r->id = s.next_id++;
   r->prompt = request.prompt_tokens;
   r->max_tokens = request.max_tokens;
   r->target = std::clamp(request.output_tokens > 0 ? request.output_tokens : request.max_tokens, 1, request.max_tokens);
   r->hashes = std::move(request.block_hashes);
+  r->prompt_blocks = std::min<int32_t>(r->prompt / config.block_size, int32_t(r->hashes.size()));
   r->session = request.session_id;
   const int64_t sent_ns = std::max(request.arrival_ns, s.now_ns);
   const double frontend_s = s.engine.efficiency.frontend_delay_s2 * s.decayed_token_rate(sent_ns);

@@ -154,8 +154,8 @@ int32_t BlockPool::count_cached(std::span<const uint64_t> hashes) const {
   return count;
 }
 
-bool BlockPool::allocate(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
-                         int32_t cached_blocks) {
+bool BlockPool::allocate_more(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
+                              int32_t cached_blocks) {
   const int32_t needed = (num_tokens + block_size_ - 1) / block_size_;
   const bool take_cached = blocks.empty() && cached_blocks > 0;
   const int32_t reuse = take_cached ? cached_blocks : 0;

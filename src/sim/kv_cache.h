@@ -77,7 +77,12 @@ class BlockPool {
   // been counted by count_cached just before). Returns false, changing nothing, when there is not
   // enough free space.
   bool allocate(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
-                int32_t cached_blocks);
+                int32_t cached_blocks) {
+    // Most calls (a decode step's next token) find room in the blocks the request holds.
+    const bool take_cached = blocks.empty() && cached_blocks > 0;
+    if (!take_cached && int64_t{num_tokens} <= int64_t(blocks.size()) * block_size_) return true;
+    return allocate_more(blocks, num_tokens, hashes, cached_blocks);
+  }
   // Releases a request's blocks (last block first, so its tail is evicted first).
   void release(std::vector<int32_t>& blocks);
   // Registers `blocks[i]` under `hashes[i]` for i in [from, to) so later prompts can reuse them.
@@ -86,6 +91,8 @@ class BlockPool {
   int64_t evictions() const { return evictions_; }
 
  private:
+  bool allocate_more(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
+                     int32_t cached_blocks);
   void unlink(int32_t block);
   void push_tail(int32_t block);
   int32_t pop_head();

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "common/rng.h"
-#include "metrics/serve_result.h"
+#include "metrics/serve_summary.h"
 #include "metrics/statistics.h"
 
 namespace ix::sim {
@@ -205,7 +205,11 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     return request;
   };
 
+  // Records without content events: the events are summarised as the engine emits them (the
+  // first wave is sent at t = 0, where the busiest second's buckets start).
   std::vector<metrics::RequestRecord> records(num_prompts);
+  metrics::ServeSummary summary(metrics::TokenSamples::kCounted, 0);
+  std::vector<int64_t> last_event_ns(num_prompts, 0);
   std::vector<uint64_t> request_ids(num_prompts, 0);
   std::vector<int64_t> engine_scheduled_ns(num_prompts, -1);  // the core's first admission
   std::vector<int32_t> index_of;                              // request id - 1 -> dataset index
@@ -220,10 +224,6 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     record.expected_output_len = output_lens[index];
     record.scheduled_ns = send_ns;
     record.send_ns = send_ns;
-    if (!options.summary_only) {
-      record.content_event_ns.reserve(output_lens[index]);
-      record.tokens_per_event.reserve(output_lens[index]);
-    }
     auto id = core.submit(make_request(index, send_ns));
     if (!id) {
       if (!submit_error) submit_error = id.error();
@@ -241,17 +241,16 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
   core.run_until(kNever, [&](const TokenEvent& event) {
     const int32_t index = index_of[event.request_id - 1];
-    auto& record = records[index];
-    if (record.first_token_ns == 0) {
-      record.first_token_ns = event.time_ns;
-      record.first_byte_ns = event.time_ns;
+    int64_t& last_ns = last_event_ns[index];  // 0 before the request's first token
+    if (last_ns == 0) {
+      records[index].first_token_ns = event.time_ns;
+      records[index].first_byte_ns = event.time_ns;
       engine_scheduled_ns[index] = event.scheduled_ns;
     }
-    if (!options.summary_only) {
-      record.content_event_ns.push_back(event.time_ns);
-      record.tokens_per_event.push_back(event.new_tokens);
-    }
+    if (!options.summary_only) summary.add_content_event(last_ns, event.time_ns, event.new_tokens);
+    last_ns = event.time_ns;
     if (event.finish != FinishReason::kNone) {
+      auto& record = records[index];
       record.success = true;
       record.end_ns = event.time_ns;
       record.output_len = event.total_output_tokens;
@@ -313,7 +312,8 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     point.tput_per_gpu = tokens / duration_s / point.num_gpus;
     point.output_tput_per_gpu = output_tokens / duration_s / point.num_gpus;
   } else {
-    point.result = metrics::build_serve_result(records, info);
+    for (const auto& record : records) summary.add_request(record);
+    point.result = std::move(summary).result(info);
     add_aggregates(point.result, engine.config, point.num_gpus);
     point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
     point.result["max_num_seqs"] = launched.config.max_num_seqs;

@@ -1,8 +1,10 @@
 // `ixbench sim predict`: the fixed-length benchmark InferenceX runs (random prompts with lengths
 // uniform in [⌊r·ISL⌋, ISL] and [⌊r·OSL⌋, OSL], num-prompts = 10·conc, closed loop at max
 // concurrency, ignore-eos) played against the engine core in virtual time, reported in the
-// raw-result JSON of SPEC §4 (built by src/metrics from per-request records), plus the SPEC §5
-// aggregates (tput_per_gpu, output/input_tput_per_gpu, *_intvty).
+// raw-result JSON of SPEC §4, plus the SPEC §5 aggregates (tput_per_gpu, output/input_tput_per_gpu,
+// *_intvty). The result is built by metrics::ServeSummary from per-request records and the token
+// events summarised as the engine emits them (inter-token gaps as counted step times): memory
+// follows the requests, not the tokens.
 //
 // Thread-safety: pure function of its options (deterministic for a seed).
 #pragma once
@@ -19,8 +21,8 @@
 
 namespace ix::sim {
 
-// Bounds on one simulated benchmark (10 x conc requests by default): beyond them the records
-// alone would not fit in memory.
+// Bounds on one simulated benchmark (10 x conc requests by default): beyond them the per-request
+// records alone would not fit in memory.
 inline constexpr int32_t kMaxPredictConcurrency = 1'000'000;
 inline constexpr int32_t kMaxPredictPrompts = 10'000'000;
 
@@ -37,8 +39,8 @@ struct PredictOptions {
   std::string model_id;       // written as model_id/tokenizer_id; empty = the engine's model name
   std::string date;           // result header date ("%Y%m%d-%H%M%S"); empty = none
   bool record_costs = false;  // fill PredictPoint cost attribution (calibration)
-  // Only the medians and throughputs of PredictPoint (no per-token records, no result JSON):
-  // what calibration needs, at a fraction of the memory and time for 10k-request points.
+  // Only the medians and throughputs of PredictPoint (no token statistics, no result JSON): what
+  // calibration needs, at a fraction of the time for 10k-request points.
   bool summary_only = false;
   // With summary_only: the benchmark these requests stand for sends this many (0 = num_prompts).
   // The first `conc` requests start together at t=0 (a cold-start burst with long TTFTs); when

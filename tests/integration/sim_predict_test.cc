@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -285,6 +286,69 @@ TEST(SimPredict, SameSeedIsByteIdenticalApartFromTheDate) {
     return boost::json::serialize(o);
   };
   EXPECT_EQ(strip(parse_object(a.out)), strip(parse_object(b.out)));
+}
+
+// Every value of `actual` equals `expected` (same keys in the same order), apart from the mean and
+// std of the ITL samples, which are rounded once from exact sums over the distinct gaps where
+// numpy sums the list pairwise: those may differ in the last bits.
+void expect_same_prediction(const boost::json::value& expected, const boost::json::value& actual,
+                            const std::string& path) {
+  static const std::set<std::string> kRoundedOnce = {"mean_itl_ms", "std_itl_ms", "mean_token_itl_ms",
+                                                     "std_token_itl_ms"};
+  if (expected.is_object() && actual.is_object()) {
+    const auto& e = expected.as_object();
+    const auto& a = actual.as_object();
+    ASSERT_EQ(e.size(), a.size()) << path;
+    for (auto ei = e.begin(), ai = a.begin(); ei != e.end(); ++ei, ++ai) {
+      ASSERT_EQ(ei->key(), ai->key()) << path;
+      expect_same_prediction(ei->value(), ai->value(), path + "." + std::string(ei->key()));
+    }
+    return;
+  }
+  if (expected.is_array() && actual.is_array()) {
+    ASSERT_EQ(expected.as_array().size(), actual.as_array().size()) << path;
+    for (size_t i = 0; i < expected.as_array().size(); ++i)
+      expect_same_prediction(expected.as_array()[i], actual.as_array()[i], fmt::format("{}[{}]", path, i));
+    return;
+  }
+  const std::string key = path.substr(path.rfind('.') + 1);
+  if (kRoundedOnce.contains(key) && expected.is_double() && actual.is_double()) {
+    EXPECT_NEAR(actual.as_double(), expected.as_double(), 1e-15 * std::abs(expected.as_double())) << path;
+    return;
+  }
+  EXPECT_EQ(boost::json::serialize(expected), boost::json::serialize(actual)) << path;
+}
+
+// Predictions of shipped master rows (single-node vLLM, SGLang, TRT-LLM with MTP, ATOM;
+// disaggregated Dynamo-TRT, Dynamo-SGLang, SGLang with MTP, a 1k/8k row) at conc 4 and 16, as the
+// simulator made them when it still kept every token event of every request. Not a timing test:
+// it pins the numbers. After a deliberate model or calibration change, regenerate each file with
+// `ixbench sim predict --row-file tests/data/sim_predict/NAME.row.json --conc 4,16`, dropping each
+// result's "date".
+TEST(SimPredict, ShippedRowsGiveTheirRecordedPredictions) {
+  const std::filesystem::path dir = source_path("tests/data/sim_predict");
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(".row.json")) continue;
+    const std::string stem = name.substr(0, name.size() - std::string(".row.json").size());
+    SCOPED_TRACE(stem);
+    auto run = run_ixbench({"sim", "predict", "--row-file", entry.path().string(), "--conc", "4,16"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    boost::json::object actual = parse_object(run.out);
+    for (auto& result : actual.at("results").as_array()) {
+      boost::json::object undated;  // in order (object::erase moves the last key into the gap)
+      for (const auto& [key, value] : result.as_object())
+        if (key != "date") undated[key] = value;
+      result = std::move(undated);
+    }
+    std::ifstream in(dir / (stem + ".expected.json"));
+    std::stringstream expected;
+    expected << in.rdbuf();
+    expect_same_prediction(parse_object(expected.str()), actual, stem);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8);
 }
 
 TEST(SimPredict, UnknownModelListsKnownOnesAndExitsOne) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -10,8 +11,10 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/json_io.h"
+#include "metrics/serve_summary.h"
 #include "support/process_result_rules.h"
 #include "support/subprocess.h"
 
@@ -200,6 +203,48 @@ TEST(ServeResult, MultiTokenChunksGivePerTokenItl) {
   const auto& mismatch = own(out).at("output_token_mismatch").as_object();
   EXPECT_EQ(mismatch.at("mismatched_requests").as_int64(), 1);
   EXPECT_EQ(mismatch.at("server_output_tokens").as_int64(), 6);
+}
+
+// sim predict's path: the records carry no events, which are fed as they happen (interleaved
+// across requests) and kept as counted samples. Everything equals build_serve_result's result on
+// the full records, apart from the ITL means and stds, rounded once from exact sums.
+TEST(ServeSummary, EventsFedAsTheyHappenGiveTheRecordsResult) {
+  std::vector<RequestRecord> records = {timed_request(0, 0, 100, 30, 40), timed_request(1, 0, 130, 30, 25),
+                                        timed_request(2, 700, 90, 45, 30), timed_request(3, 900, 60, 30, 12)};
+  records[2].tokens_per_event[3] = 3;
+  records[2].output_len = records[2].server_output_tokens = 32;
+  for (auto& r : records) r.end_ns = r.content_event_ns.back();
+  ServeRunInfo info = basic_info();
+  info.end_ns = 3000 * kMs;
+  const boost::json::object want = build_serve_result(records, info);
+
+  ServeSummary summary(TokenSamples::kCounted, 0);
+  std::vector<std::tuple<int64_t, int64_t, int32_t>> events;  // (time, previous, tokens)
+  for (const auto& r : records)
+    for (size_t i = 0; i < r.content_event_ns.size(); ++i)
+      events.emplace_back(r.content_event_ns[i], i ? r.content_event_ns[i - 1] : 0, r.tokens_per_event[i]);
+  std::sort(events.begin(), events.end());
+  for (const auto& [t, previous, tokens] : events) summary.add_content_event(previous, t, tokens);
+  for (auto r : records) {
+    r.content_event_ns.clear();
+    r.tokens_per_event.clear();
+    summary.add_request(r);
+  }
+  const boost::json::object got = std::move(summary).result(info);
+
+  ASSERT_EQ(got.size(), want.size());
+  for (const std::string key : {"mean_itl_ms", "std_itl_ms"})
+    EXPECT_NEAR(num(got, key), num(want, key), 1e-15 * num(want, key)) << key;
+  for (const std::string key : {"mean_token_itl_ms", "std_token_itl_ms"})
+    EXPECT_NEAR(num(own(got), key), num(own(want), key), 1e-15 * num(own(want), key)) << key;
+  auto without_rounded_once = [](boost::json::object o) {
+    for (const char* key : {"mean_itl_ms", "std_itl_ms"}) o.erase(key);
+    for (const char* key : {"mean_token_itl_ms", "std_token_itl_ms"}) o.at("ixbench").as_object().erase(key);
+    return boost::json::serialize(o);
+  };
+  EXPECT_EQ(without_rounded_once(got), without_rounded_once(want));
+  EXPECT_EQ(num(got, "max_concurrent_requests"), 4);
+  EXPECT_EQ(num(got, "p99_itl_ms"), num(want, "p99_itl_ms"));
 }
 
 TEST(ServeResult, SaturatedClientMarksRunInvalid) {

@@ -119,6 +119,58 @@ TEST(Statistics, SummarizeBySelectionEqualsFullSort) {
   }
 }
 
+TEST(CountedSamples, StatisticsAreThoseOfTheListWithEveryValueRepeated) {
+  std::mt19937_64 rng(5);
+  const std::vector<double> ps = {0, 0.001, 25, 50, 90, 99, 99.9, 100};
+  for (size_t distinct : {1u, 2u, 3u, 9u, 200u, 5000u, 20000u}) {
+    CountedSamples counted;
+    std::vector<double> list;
+    // Runs of equal values in arrival order, as a simulator's batch emits them, and values that
+    // come back later (merged with their earlier runs).
+    for (size_t i = 0; i < 3 * distinct; ++i) {
+      const double value = static_cast<double>(rng() % distinct + 1) / 1e9 * 1e6;
+      const int64_t count = static_cast<int64_t>(rng() % 5) + 1;
+      for (int64_t k = 0; k < count; ++k) list.push_back(value);
+      if (i % 2) {
+        counted.add(value, count);
+      } else {
+        for (int64_t k = 0; k < count; ++k) counted.add(value);
+      }
+    }
+    const Summary got = counted.summarize(ps, 1000.0);
+    const Summary want = summarize(list, ps, 1000.0);
+    EXPECT_EQ(got.count, want.count);
+    EXPECT_EQ(got.median, want.median) << distinct;
+    EXPECT_EQ(got.min, want.min);
+    EXPECT_EQ(got.max, want.max);
+    EXPECT_EQ(got.percentiles, want.percentiles) << distinct;
+    // Rounded once where numpy sums pairwise: equal but for the last bits (numpy's std of equal
+    // values is the rounding of its mean, not 0).
+    EXPECT_NEAR(got.mean, want.mean, 1e-15 * want.mean) << distinct;
+    EXPECT_NEAR(got.std_dev, want.std_dev, 1e-15 * want.mean) << distinct;
+  }
+}
+
+TEST(CountedSamples, WholeNumbersGiveNumpysMeanAndEmptyGivesZero) {
+  CountedSamples counted;
+  const Summary none = counted.summarize(std::vector<double>{99}, 1.0);
+  EXPECT_EQ(none.count, 0);
+  EXPECT_EQ(none.mean, 0.0);
+  ASSERT_EQ(none.percentiles.size(), 1u);
+  EXPECT_EQ(none.percentiles[0].second, 0.0);
+  // Tokens per chunk: whole numbers sum exactly either way.
+  std::vector<double> list;
+  for (int i = 0; i < 1000; ++i) {
+    const double tokens = 1 + i % 4;
+    counted.add(tokens);
+    list.push_back(tokens);
+  }
+  const Summary got = counted.summarize({}, 1.0), want = summarize(list, {}, 1.0);
+  EXPECT_EQ(got.mean, want.mean);
+  EXPECT_EQ(got.median, want.median);
+  EXPECT_EQ(got.max, 4.0);
+}
+
 TEST(SampleRecorder, MergeEqualsOneRecorderWithAllSamples) {
   SampleRecorder a, b, all;
   for (int i = 0; i < 300; ++i) {
