@@ -140,7 +140,9 @@ boost::json::object describe_engine(const ResolvedEngine& engine) {
   return out;
 }
 
-Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
+namespace {
+
+Result<void> check_point_options(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
   if (conc < 1) return fail(ErrorCode::kInvalidArgument, fmt::format("--conc values must be >= 1, got {}", conc));
   if (conc > kMaxPredictConcurrency)
     return fail(ErrorCode::kInvalidArgument,
@@ -164,67 +166,95 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
   if (!(options.shared_prefix_fraction >= 0 && options.shared_prefix_fraction < 1))
     return fail(ErrorCode::kInvalidArgument,
                 fmt::format("--shared-prefix-fraction must be in [0, 1), got {}", options.shared_prefix_fraction));
-  const int32_t num_prompts = options.num_prompts > 0 ? options.num_prompts : 10 * conc;
-  // The server is launched per concurrency, as the recipes do (scheduler-recv-interval by conc).
+  return {};
+}
+
+// The server as the recipes launch it for one concurrency (scheduler-recv-interval, batch caps).
+ResolvedEngine launched_for(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
   ResolvedEngine launched = engine;
   launched.config.scheduler_recv_interval = recipe_scheduler_recv_interval(engine.config, conc);
   launched.config.max_num_seqs = recipe_max_num_seqs(engine.config, engine.family, conc);
   launched.config.max_num_batched_tokens =
       recipe_max_num_batched_tokens(engine.config, engine.family, engine.num_spec_tokens, conc, options.isl);
-  auto created = EngineCore::create(launched);
-  if (!created) return fail(created.error());
-  EngineCore& core = **created;
-  core.record_costs(options.record_costs);
+  return launched;
+}
 
-  // Dataset: lengths and prompt block hashes, drawn before the run (as the client does).
-  const uint64_t seed = engine.config.seed;
-  Rng length_rng = Rng::stream(seed, "sim.predict.lengths");
-  Rng prompt_rng = Rng::stream(seed, "sim.predict.prompts");
-  const int32_t block_size = engine.config.block_size;
-  const auto low = [&](int32_t length) {
-    return std::max(1, int32_t(std::floor(options.random_range_ratio * length)));
-  };
-  std::vector<int32_t> input_lens(num_prompts), output_lens(num_prompts);
-  for (int32_t i = 0; i < num_prompts; ++i) {
-    input_lens[i] = int32_t(length_rng.uniform_int(low(options.isl), options.isl));
-    output_lens[i] = int32_t(length_rng.uniform_int(low(options.osl), options.osl));
+// The benchmark's requests: lengths drawn before the run (as the client does), prompt block
+// hashes drawn as each request is sent.
+class Dataset {
+ public:
+  Dataset(const ResolvedEngine& engine, const PredictOptions& options, int32_t num_prompts)
+      : prompt_rng_(Rng::stream(engine.config.seed, "sim.predict.prompts")),
+        block_size_(engine.config.block_size),
+        input_lens_(num_prompts),
+        output_lens_(num_prompts) {
+    Rng length_rng = Rng::stream(engine.config.seed, "sim.predict.lengths");
+    const auto low = [&](int32_t length) {
+      return std::max(1, int32_t(std::floor(options.random_range_ratio * length)));
+    };
+    for (int32_t i = 0; i < num_prompts; ++i) {
+      input_lens_[i] = int32_t(length_rng.uniform_int(low(options.isl), options.isl));
+      output_lens_[i] = int32_t(length_rng.uniform_int(low(options.osl), options.osl));
+    }
+    shared_blocks_ = int32_t(options.shared_prefix_fraction * low(options.isl)) / block_size_;
+    for (int32_t b = 0; b < shared_blocks_; ++b) shared_prefix_.push_back(prompt_rng_.next());
   }
-  std::vector<uint64_t> shared_prefix;
-  const int32_t shared_blocks = int32_t(options.shared_prefix_fraction * low(options.isl)) / block_size;
-  for (int32_t b = 0; b < shared_blocks; ++b) shared_prefix.push_back(prompt_rng.next());
-  auto make_request = [&](int32_t index, int64_t send_ns) {
+  int32_t size() const { return int32_t(input_lens_.size()); }
+  int32_t input_len(int32_t index) const { return input_lens_[index]; }
+  int32_t output_len(int32_t index) const { return output_lens_[index]; }
+  CoreRequest request(int32_t index, int64_t send_ns) {
     CoreRequest request;
-    request.prompt_tokens = input_lens[index];
-    request.max_tokens = output_lens[index];
-    request.output_tokens = output_lens[index];
-    const int32_t full_blocks = input_lens[index] / block_size;
+    request.prompt_tokens = input_lens_[index];
+    request.max_tokens = output_lens_[index];
+    request.output_tokens = output_lens_[index];
+    const int32_t full_blocks = input_lens_[index] / block_size_;
     request.block_hashes.reserve(full_blocks);
     for (int32_t b = 0; b < full_blocks; ++b)
-      request.block_hashes.push_back(b < shared_blocks ? shared_prefix[b] : prompt_rng.next());
+      request.block_hashes.push_back(b < shared_blocks_ ? shared_prefix_[b] : prompt_rng_.next());
     request.arrival_ns = send_ns;
     return request;
-  };
+  }
 
-  // Records without content events: the events are summarised as the engine emits them (the
-  // first wave is sent at t = 0, where the busiest second's buckets start).
-  std::vector<metrics::RequestRecord> records(num_prompts);
-  metrics::ServeSummary summary(metrics::TokenSamples::kCounted, 0);
+ private:
+  Rng prompt_rng_;
+  int32_t block_size_;
+  int32_t shared_blocks_ = 0;
+  std::vector<int32_t> input_lens_, output_lens_;
+  std::vector<uint64_t> shared_prefix_;
+};
+
+// What one closed-loop run leaves: per-request records without content events (the events are
+// summarised as the engine emits them; the first wave is sent at t = 0, where the busiest
+// second's buckets start).
+struct ClosedLoopRun {
+  std::vector<metrics::RequestRecord> records;
+  metrics::ServeSummary summary{metrics::TokenSamples::kCounted, 0};
+  std::vector<uint64_t> request_ids;
+  std::vector<int64_t> engine_scheduled_ns;  // the core's first admission, -1 if never
+  int64_t end_ns = 0;
+};
+
+// Closed loop at max concurrency: `conc` requests at t = 0, each completion sends the next.
+Result<void> run_closed_loop(EngineCore& core, Dataset& dataset, const PredictOptions& options, int32_t conc,
+                             ClosedLoopRun& run) {
+  const int32_t num_prompts = dataset.size();
+  run.records.resize(num_prompts);
+  run.request_ids.assign(num_prompts, 0);
+  run.engine_scheduled_ns.assign(num_prompts, -1);
   std::vector<int64_t> last_event_ns(num_prompts, 0);
-  std::vector<uint64_t> request_ids(num_prompts, 0);
-  std::vector<int64_t> engine_scheduled_ns(num_prompts, -1);  // the core's first admission
-  std::vector<int32_t> index_of;                              // request id - 1 -> dataset index
+  std::vector<int32_t> index_of;  // request id - 1 -> dataset index
   index_of.reserve(num_prompts);
   int32_t next_index = 0;
   std::optional<Error> submit_error;
   auto send = [&](int64_t send_ns) {
     const int32_t index = next_index++;
-    auto& record = records[index];
+    auto& record = run.records[index];
     record.index = index;
-    record.prompt_len = input_lens[index];
-    record.expected_output_len = output_lens[index];
+    record.prompt_len = dataset.input_len(index);
+    record.expected_output_len = dataset.output_len(index);
     record.scheduled_ns = send_ns;
     record.send_ns = send_ns;
-    auto id = core.submit(make_request(index, send_ns));
+    auto id = core.submit(dataset.request(index, send_ns));
     if (!id) {
       if (!submit_error) submit_error = id.error();
       record.success = false;
@@ -234,23 +264,23 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
       record.end_ns = send_ns;
       return;
     }
-    request_ids[index] = *id;
+    run.request_ids[index] = *id;
     if (index_of.size() < *id) index_of.resize(*id, -1);
     index_of[*id - 1] = index;
   };
   for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
   core.run_until(kNever, [&](const TokenEvent& event) {
     const int32_t index = index_of[event.request_id - 1];
+    auto& record = run.records[index];
     int64_t& last_ns = last_event_ns[index];  // 0 before the request's first token
     if (last_ns == 0) {
-      records[index].first_token_ns = event.time_ns;
-      records[index].first_byte_ns = event.time_ns;
-      engine_scheduled_ns[index] = event.scheduled_ns;
+      record.first_token_ns = event.time_ns;
+      record.first_byte_ns = event.time_ns;
+      run.engine_scheduled_ns[index] = event.scheduled_ns;
     }
-    if (!options.summary_only) summary.add_content_event(last_ns, event.time_ns, event.new_tokens);
+    if (!options.summary_only) run.summary.add_content_event(last_ns, event.time_ns, event.new_tokens);
     last_ns = event.time_ns;
     if (event.finish != FinishReason::kNone) {
-      auto& record = records[index];
       record.success = true;
       record.end_ns = event.time_ns;
       record.output_len = event.total_output_tokens;
@@ -259,93 +289,135 @@ Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOp
     }
   });
   if (submit_error) return fail(submit_error->with_context(fmt::format("conc {}", conc)));
+  for (const auto& record : run.records) run.end_ns = std::max(run.end_ns, record.end_ns);
+  return {};
+}
 
-  int64_t end_ns = 0;
-  for (const auto& record : records) end_ns = std::max(end_ns, record.end_ns);
-  metrics::ServeRunInfo info;
-  info.date = options.date;
-  info.backend = framework_family_name(engine.family);
-  info.model_id = options.model_id.empty() ? engine.model.name : options.model_id;
-  info.tokenizer_id = info.model_id;
-  info.num_prompts = num_prompts;
-  info.request_rate = std::numeric_limits<double>::infinity();
-  info.max_concurrency = conc;
-  info.start_ns = 0;
-  info.end_ns = end_ns;
-  info.metric_percentiles = options.metric_percentiles;
+// Weight of request i in the summary statistics (see PredictOptions::represented_prompts).
+struct RequestWeights {
+  int32_t burst = 0;
+  double later = 1.0;
+  double operator()(int64_t index) const { return index < burst ? 1.0 : later; }
+};
 
-  PredictPoint point;
-  point.conc = conc;
-  point.num_gpus = total_gpus(engine.config);
-  // Weight of request i in the summary statistics (see PredictOptions::represented_prompts).
-  const int32_t burst = std::min(conc, num_prompts);
-  double later_weight = 1.0;
-  if (options.summary_only && options.represented_prompts > num_prompts && num_prompts > burst)
-    later_weight = double(options.represented_prompts - burst) / double(num_prompts - burst);
-  auto weight_of = [&](int32_t i) { return i < burst ? 1.0 : later_weight; };
+RequestWeights weights_for(const PredictOptions& options, int32_t conc, int32_t num_prompts) {
+  RequestWeights weights{std::min(conc, num_prompts), 1.0};
+  if (options.summary_only && options.represented_prompts > num_prompts && num_prompts > weights.burst)
+    weights.later = double(options.represented_prompts - weights.burst) / double(num_prompts - weights.burst);
+  return weights;
+}
+
+double ttft_queue_share(const ClosedLoopRun& run, const RequestWeights& weight_of) {
   double queued_s = 0, to_first_token_s = 0;
-  for (const auto& record : records) {
-    const int64_t scheduled_ns = engine_scheduled_ns[record.index];
+  for (const auto& record : run.records) {
+    const int64_t scheduled_ns = run.engine_scheduled_ns[record.index];
     if (!record.success || scheduled_ns < 0) continue;
     const double w = weight_of(record.index);
     queued_s += w * std::max<int64_t>(0, scheduled_ns - record.send_ns) / 1e9;
     to_first_token_s += w * (record.first_token_ns - record.send_ns) / 1e9;
   }
-  point.ttft_queue_share = to_first_token_s > 0 ? std::min(1.0, queued_s / to_first_token_s) : 0.0;
-  if (options.summary_only) {
-    std::vector<std::pair<double, double>> ttfts, tpots, e2els;  // (value, weight)
-    double tokens = 0, output_tokens = 0;
-    for (const auto& record : records) {
-      if (!record.success) continue;
-      const double w = weight_of(record.index);
-      ttfts.emplace_back((record.first_token_ns - record.send_ns) / 1e9, w);
-      e2els.emplace_back((record.end_ns - record.send_ns) / 1e9, w);
-      if (record.output_len > 1)
-        tpots.emplace_back((record.end_ns - record.first_token_ns) / 1e9 / double(record.output_len - 1), w);
-      tokens += record.prompt_len + record.output_len;
-      output_tokens += record.output_len;
-    }
-    const double duration_s = std::max(end_ns, int64_t(1)) / 1e9;
-    point.median_ttft_s = weighted_median(ttfts);
-    point.median_tpot_s = weighted_median(tpots);
-    point.median_e2el_s = weighted_median(e2els);
-    point.tput_per_gpu = tokens / duration_s / point.num_gpus;
-    point.output_tput_per_gpu = output_tokens / duration_s / point.num_gpus;
-  } else {
-    for (const auto& record : records) summary.add_request(record);
-    point.result = std::move(summary).result(info);
-    add_aggregates(point.result, engine.config, point.num_gpus);
-    point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
-    point.result["max_num_seqs"] = launched.config.max_num_seqs;
-    point.result["max_num_batched_tokens"] = launched.config.max_num_batched_tokens;
-    point.result["sim_ttft_queue_share"] = point.ttft_queue_share;
-    point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
-    point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
-    point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
-    point.tput_per_gpu = number_or_zero(point.result, "tput_per_gpu");
-    point.output_tput_per_gpu = number_or_zero(point.result, "output_tput_per_gpu");
+  return to_first_token_s > 0 ? std::min(1.0, queued_s / to_first_token_s) : 0.0;
+}
+
+// summary_only: weighted medians and throughputs, no result JSON.
+void summarise_medians(const ClosedLoopRun& run, const RequestWeights& weight_of, PredictPoint& point) {
+  std::vector<std::pair<double, double>> ttfts, tpots, e2els;  // (value, weight)
+  double tokens = 0, output_tokens = 0;
+  for (const auto& record : run.records) {
+    if (!record.success) continue;
+    const double w = weight_of(record.index);
+    ttfts.emplace_back((record.first_token_ns - record.send_ns) / 1e9, w);
+    e2els.emplace_back((record.end_ns - record.send_ns) / 1e9, w);
+    if (record.output_len > 1)
+      tpots.emplace_back((record.end_ns - record.first_token_ns) / 1e9 / double(record.output_len - 1), w);
+    tokens += record.prompt_len + record.output_len;
+    output_tokens += record.output_len;
   }
-  point.duration_s = end_ns / 1e9;
+  const double duration_s = std::max(run.end_ns, int64_t(1)) / 1e9;
+  point.median_ttft_s = weighted_median(ttfts);
+  point.median_tpot_s = weighted_median(tpots);
+  point.median_e2el_s = weighted_median(e2els);
+  point.tput_per_gpu = tokens / duration_s / point.num_gpus;
+  point.output_tput_per_gpu = output_tokens / duration_s / point.num_gpus;
+}
+
+// The SPEC §4 raw result + SPEC §5 aggregates, and the point's headline numbers read from it.
+void build_result(ClosedLoopRun& run, const ResolvedEngine& launched, const PredictOptions& options, int32_t conc,
+                  PredictPoint& point) {
+  metrics::ServeRunInfo info;
+  info.date = options.date;
+  info.backend = framework_family_name(launched.family);
+  info.model_id = options.model_id.empty() ? launched.model.name : options.model_id;
+  info.tokenizer_id = info.model_id;
+  info.num_prompts = int32_t(run.records.size());
+  info.request_rate = std::numeric_limits<double>::infinity();
+  info.max_concurrency = conc;
+  info.start_ns = 0;
+  info.end_ns = run.end_ns;
+  info.metric_percentiles = options.metric_percentiles;
+  for (const auto& record : run.records) run.summary.add_request(record);
+  point.result = std::move(run.summary).result(info);
+  add_aggregates(point.result, launched.config, point.num_gpus);
+  point.result["scheduler_recv_interval"] = launched.config.scheduler_recv_interval;
+  point.result["max_num_seqs"] = launched.config.max_num_seqs;
+  point.result["max_num_batched_tokens"] = launched.config.max_num_batched_tokens;
+  point.result["sim_ttft_queue_share"] = point.ttft_queue_share;
+  point.median_ttft_s = number_or_zero(point.result, "median_ttft_ms") / 1000.0;
+  point.median_tpot_s = number_or_zero(point.result, "median_tpot_ms") / 1000.0;
+  point.median_e2el_s = number_or_zero(point.result, "median_e2el_ms") / 1000.0;
+  point.tput_per_gpu = number_or_zero(point.result, "tput_per_gpu");
+  point.output_tput_per_gpu = number_or_zero(point.result, "output_tput_per_gpu");
+}
+
+// Mean seconds per cost bucket to the first token, and per output token after it.
+void attribute_costs(const EngineCore& core, const ClosedLoopRun& run, const RequestWeights& weight_of,
+                     PredictPoint& point) {
+  double counted = 0;
+  for (size_t i = 0; i < run.records.size(); ++i) {
+    auto cost = core.request_cost(run.request_ids[i]);
+    if (!cost || run.records[i].output_len < 2) continue;
+    const double w = weight_of(int64_t(i));
+    for (size_t b = 0; b < cost->to_first_token.size(); ++b) {
+      point.ttft_cost[b] += w * cost->to_first_token[b];
+      point.tpot_cost[b] += w * cost->after_first_token[b] / double(run.records[i].output_len - 1);
+    }
+    counted += w;
+  }
+  if (counted > 0)
+    for (size_t b = 0; b < point.ttft_cost.size(); ++b) {
+      point.ttft_cost[b] /= counted;
+      point.tpot_cost[b] /= counted;
+    }
+}
+
+}  // namespace
+
+Result<PredictPoint> predict_point(const ResolvedEngine& engine, const PredictOptions& options, int32_t conc) {
+  if (auto ok = check_point_options(engine, options, conc); !ok) return fail(ok.error());
+  const int32_t num_prompts = options.num_prompts > 0 ? options.num_prompts : 10 * conc;
+  const ResolvedEngine launched = launched_for(engine, options, conc);
+  auto created = EngineCore::create(launched);
+  if (!created) return fail(created.error());
+  EngineCore& core = **created;
+  core.record_costs(options.record_costs);
+  Dataset dataset(engine, options, num_prompts);
+  ClosedLoopRun run;
+  if (auto ok = run_closed_loop(core, dataset, options, conc, run); !ok) return fail(ok.error());
+
+  PredictPoint point;
+  point.conc = conc;
+  point.num_gpus = total_gpus(engine.config);
+  const RequestWeights weights = weights_for(options, conc, num_prompts);
+  point.ttft_queue_share = ttft_queue_share(run, weights);
+  if (options.summary_only) {
+    summarise_medians(run, weights, point);
+  } else {
+    build_result(run, launched, options, conc, point);
+  }
+  point.duration_s = run.end_ns / 1e9;
   point.num_preemptions = core.metrics().num_preemptions;
   point.kv_blocks_per_rank = core.kv_blocks_per_rank(true);
-  if (options.record_costs) {
-    double counted = 0;
-    for (int32_t i = 0; i < num_prompts; ++i) {
-      auto cost = core.request_cost(request_ids[i]);
-      if (!cost || records[i].output_len < 2) continue;
-      const double w = weight_of(i);
-      for (size_t b = 0; b < cost->to_first_token.size(); ++b) {
-        point.ttft_cost[b] += w * cost->to_first_token[b];
-        point.tpot_cost[b] += w * cost->after_first_token[b] / double(records[i].output_len - 1);
-      }
-      counted += w;
-    }
-    if (counted > 0)
-      for (size_t b = 0; b < point.ttft_cost.size(); ++b) {
-        point.ttft_cost[b] /= counted;
-        point.tpot_cost[b] /= counted;
-      }
-  }
+  if (options.record_costs) attribute_costs(core, run, weights, point);
   return point;
 }
 
