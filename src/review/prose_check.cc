@@ -385,13 +385,18 @@ Side head_side(const ReviewInput& input, const changelog::Entry& entry) {
   return side;
 }
 
-// The same keys and recipes in the base (configs: `base_configs`, the base's typed master configs).
-Side base_side(const ReviewInput& input, const Side& head, const std::vector<config::MasterConfig>& base_configs) {
+// The same keys and recipes in the base: a changed key's base config from the scope, an unchanged
+// one (in scope by its recipe) is the head's; an added key has none.
+Side base_side(const ReviewInput& input, const Side& head) {
   Side side{&input.base, {}, {}};
   for (const auto* config : head.configs) {
-    auto it =
-        std::find_if(base_configs.begin(), base_configs.end(), [&](const auto& c) { return c.key == config->key; });
-    if (it != base_configs.end()) side.configs.push_back(&*it);
+    const ScopedKey* key = input.scope.find_key(config->key);
+    if (!key || key->added) continue;
+    if (key->base_config) {
+      side.configs.push_back(&*key->base_config);
+    } else if (!key->config_changed) {
+      side.configs.push_back(config);
+    }
   }
   for (const auto& script : head.scripts) {
     if (input.base.has(script)) side.scripts.push_back(script);
@@ -400,8 +405,7 @@ Side base_side(const ReviewInput& input, const Side& head, const std::vector<con
 }
 
 // Each claim of the entry's description against its side; returns how many there were.
-size_t report_entry(const ReviewInput& input, const changelog::Entry& entry,
-                    std::optional<std::vector<config::MasterConfig>>& base_configs, CheckResult& result) {
+size_t report_entry(const ReviewInput& input, const changelog::Entry& entry, CheckResult& result) {
   const Side head = head_side(input, entry);
   std::optional<Side> base;  // made at the entry's first base claim
   size_t claims = 0;
@@ -409,8 +413,7 @@ size_t report_entry(const ReviewInput& input, const changelog::Entry& entry,
     const int line = i < entry.description_lines.size() ? entry.description_lines[i] : entry.line;
     for (const auto& claim : claims_in(entry.description[i])) {
       ++claims;
-      if (claim.base && !base_configs) base_configs = typed_configs(input.base, input.options.config_files);
-      if (claim.base && !base) base = base_side(input, head, *base_configs);
+      if (claim.base && !base) base = base_side(input, head);
       const Side& side = claim.base ? *base : head;
       const auto wrong =
           claim.kind == Claim::Kind::kNumber ? number_disagreement(claim, side) : image_disagreement(claim, side);
@@ -426,9 +429,8 @@ CheckResult check_changelog_prose(const ReviewInput& input) {
   CheckResult result = start_check("changelog-prose", "Changelog prose agrees with the shipped config and recipe");
   const auto& entries = input.scope.new_entries;
   if (entries.empty()) return not_applicable(std::move(result), "no new changelog entry");
-  std::optional<std::vector<config::MasterConfig>> base_configs;  // parsed at the first base claim
   size_t claims = 0;
-  for (const auto& entry : entries) claims += report_entry(input, entry, base_configs, result);
+  for (const auto& entry : entries) claims += report_entry(input, entry, result);
   return verdict_of(std::move(result), {.warn = true},
                     fmt::format("{} claim(s) in {} new entr{}: none disagrees with the config or recipe", claims,
                                 entries.size(), entries.size() == 1 ? "y" : "ies"),
