@@ -16,6 +16,7 @@
 
 #include "bench/aiperf_export.h"
 #include "bench/exchange.h"
+#include "bench/replay_output.h"
 #include "bench/replay_runner.h"
 #include "common/file_io.h"
 #include "common/json_io.h"
@@ -28,8 +29,6 @@
 
 namespace ix::bench {
 namespace {
-
-inline constexpr std::string_view kReplayResultFile = "replay_result.json";
 
 Error invalid(std::string message) {
   return Error(ErrorCode::kInvalidArgument, std::move(message));
@@ -66,35 +65,16 @@ workload::TraceFormat trace_format_of(std::string_view name) {
   return workload::TraceFormat::kAuto;
 }
 
-Result<void> check_ranges(const BenchReplayOptions& o) {
-  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
-  auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
-  if (o.trace.empty() && o.public_dataset.empty())
-    return fail(invalid("no trace: pass --trace FILE (Mooncake JSONL, a session-trace .json/.jsonl, or a directory)"));
+Result<void> check_target(const BenchReplayOptions& o) {
   if (o.model.empty()) return fail(invalid("--model is required (the \"model\" field of every request)"));
   if (o.endpoint_type != "chat")
     return fail(
         invalid(fmt::format("--endpoint-type {}: bench replay sends chat requests; use chat", o.endpoint_type)));
-  if (o.concurrency < 1) return fail(invalid(fmt::format("--concurrency must be >= 1, got {}", o.concurrency)));
-  if (!positive(o.benchmark_duration_s)) return fail(invalid("--benchmark-duration must be a number of seconds > 0"));
-  if (!non_negative(o.benchmark_grace_s) || !non_negative(o.warmup_grace_s) || !non_negative(o.idle_cap_s) ||
-      !non_negative(o.system_idle_cap_s))
-    return fail(invalid("grace periods and idle-gap caps must be numbers of seconds >= 0"));
-  if (!(o.failed_request_threshold >= 0 && o.failed_request_threshold <= 1))
-    return fail(
-        invalid(fmt::format("--failed-request-threshold must be in [0, 1], got {}", o.failed_request_threshold)));
-  if (!(o.start_min_ratio >= 0 && o.start_min_ratio <= o.start_max_ratio && o.start_max_ratio <= 1))
-    return fail(invalid(
-        fmt::format("--trajectory-start-min-ratio {} / --trajectory-start-max-ratio {}: need 0 <= min <= max <= 1",
-                    o.start_min_ratio, o.start_max_ratio)));
-  if (o.warmup_per_lane < 0) return fail(invalid("--warmup-requests-per-lane must be >= 0"));
-  if (o.max_context_length && *o.max_context_length < 1) return fail(invalid("--max-context-length must be >= 1"));
-  if (!positive(o.slice_duration_s)) return fail(invalid("--slice-duration must be a number of seconds > 0"));
-  if (!positive(o.fixed_schedule_speedup)) return fail(invalid("--fixed-schedule-speedup must be > 0"));
-  if (o.num_dataset_entries && *o.num_dataset_entries < 1) return fail(invalid("--num-dataset-entries must be >= 1"));
-  if (!positive(o.request_timeout_s)) return fail(invalid("--request-timeout must be a number of seconds > 0"));
-  if (o.seed < 0) return fail(invalid("--random-seed must be >= 0"));
+  if (!(o.request_timeout_s > 0 && std::isfinite(o.request_timeout_s)))
+    return fail(invalid("--request-timeout must be a number of seconds > 0"));
   if (o.server_pid && *o.server_pid <= 0) return fail(invalid("--server-pid must be a process id >= 1"));
+  if (!(o.slice_duration_s > 0 && std::isfinite(o.slice_duration_s)))
+    return fail(invalid("--slice-duration must be a number of seconds > 0"));
   return {};
 }
 
@@ -154,14 +134,9 @@ Result<ReplayInputs> load_inputs(const BenchReplayOptions& o) {
   auto headers = parse_headers(o.headers);
   if (!headers) return fail(headers.error());
   in.headers = std::move(*headers);
-  auto path = trace_path(o);
-  if (!path) return fail(path.error());
-  auto trace = workload::load_trace(*path, {.format = trace_format_of(o.trace_format), .block_size = o.block_size});
-  if (!trace) return fail(trace.error().with_context("--trace"));
+  auto trace = load_replay_trace(o);
+  if (!trace) return fail(trace.error());
   in.trace = std::move(*trace);
-  if (o.num_dataset_entries && static_cast<size_t>(*o.num_dataset_entries) < in.trace.trees.size())
-    in.trace.trees.resize(static_cast<size_t>(*o.num_dataset_entries));
-  if (in.trace.trees.empty()) return fail(invalid(fmt::format("--trace {}: holds no session or row", *path)));
   const std::string tokenizer_name = o.tokenizer.empty() ? o.model : o.tokenizer;
   auto tokenizer = tok::load_tokenizer(tokenizer_name);
   if (!tokenizer) return fail(tokenizer.error().with_context(fmt::format("--tokenizer {}", tokenizer_name)));
@@ -171,29 +146,6 @@ Result<ReplayInputs> load_inputs(const BenchReplayOptions& o) {
   in.synth.emplace(std::move(*synth));
   return in;
 }
-
-// Where each completed request goes: a line of profile_export.jsonl and a compact sample.
-class RecordSink {
- public:
-  explicit RecordSink(ProfileExportWriter writer) : writer_(std::move(writer)) {}
-  void add(metrics::ReplayRecord&& record, int64_t steady_to_unix_ns) {
-    samples_.push_back(metrics::make_replay_sample(record));
-    if (!error_) {
-      if (auto ok = writer_.write(record, steady_to_unix_ns); !ok) error_ = ok.error();
-    }
-  }
-  Result<void> close() {
-    auto closed = writer_.close();
-    if (error_) return fail(*error_);
-    return closed;
-  }
-  const std::vector<metrics::ReplaySample>& samples() const { return samples_; }
-
- private:
-  ProfileExportWriter writer_;
-  std::vector<metrics::ReplaySample> samples_;
-  std::optional<Error> error_;
-};
 
 // Scrapes the Prometheus endpoints every `interval` on its own thread (aiperf scrapes every
 // 0.333 s) into a ServerMetricsCollector, from construction to stop(), plus once more from any
@@ -278,24 +230,8 @@ ReplayRunnerOptions runner_options(const BenchReplayOptions& o, const ReplayInpu
   r.request_timeout_ns = static_cast<int64_t>(o.request_timeout_s * 1e9);
   r.trace = &in.trace;
   r.synth = &*in.synth;
-  r.mode = o.fixed_schedule ? ReplayMode::kFixedSchedule : ReplayMode::kLanes;
-  r.concurrency = o.concurrency;
-  r.duration_s = o.benchmark_duration_s;
-  r.grace_s = o.benchmark_grace_s;
-  r.seed = static_cast<uint64_t>(o.seed);
-  r.start_min_ratio = o.start_min_ratio;
-  r.start_max_ratio = o.start_max_ratio;
-  r.warmup_per_lane = o.warmup_per_lane;
-  r.warmup_grace_s = o.warmup_grace_s;
-  r.idle_cap_s = o.idle_cap_s;
-  r.system_idle_cap_s = o.system_idle_cap_s;
-  r.single_pass = o.single_pass;
-  r.schedule_speedup = o.fixed_schedule_speedup;
-  r.max_context_length = o.max_context_length;
+  r.schedule = schedule_options(o);
   r.session_id_header = o.session_id_header;
-  r.live_assistant = o.live_assistant;
-  r.cache_bust = !o.no_cache_bust;
-  r.abort_error_rate = o.failed_request_threshold;
   r.server_pid = o.server_pid.value_or(0);
   r.interrupt = &StopSignals::flag();
   return r;
@@ -319,15 +255,100 @@ metrics::ReplayRunInfo run_info(const BenchReplayOptions& o, const ReplayRunnerO
   return info;
 }
 
-boost::json::object run_section(const BenchReplayOptions& o, const ReplayInputs& in, const ReplayRunnerOutput& out) {
-  const workload::TraceStats stats = workload::trace_stats(in.trace);
-  return {{"tool", "ixbench bench replay"},
+// The server's counters over the profiling window, when it was scraped. The window closes with
+// the scrape stop() took after the last request, so the counters cover every profiled request.
+std::optional<boost::json::object> server_export_of(const BenchReplayOptions& o, const ReplayRunnerOutput& out,
+                                                    const MetricsScraper& scraper) {
+  if (!scraper.any()) return std::nullopt;
+  const int64_t end_unix_ns = std::max(out.profile_end_ns + out.steady_to_unix_ns, scraper.last_unix_ns());
+  return scraper.collector().build({.start_unix_ns = out.profile_start_ns + out.steady_to_unix_ns,
+                                    .end_unix_ns = end_unix_ns,
+                                    .slice_duration_s = o.slice_duration_s,
+                                    .endpoints_configured = o.server_metrics});
+}
+
+Result<boost::json::object> write_outputs(const BenchReplayOptions& o, const ReplayInputs& in,
+                                          const ReplayRunnerOutput& out, const ReplayRecordSink& sink,
+                                          const MetricsScraper& scraper) {
+  const std::optional<boost::json::object> server_export = server_export_of(o, out, scraper);
+  return write_replay_outputs(sink.samples(), run_info(o, out, server_export ? &*server_export : nullptr),
+                              {.dir = o.artifact_dir,
+                               .steady_to_unix_ns = out.steady_to_unix_ns,
+                               .scenario = o.scenario,
+                               .run = replay_run_section(o, in.trace, out, "ixbench bench replay"),
+                               .server_export = server_export ? &*server_export : nullptr});
+}
+
+}  // namespace
+
+Result<void> check_schedule_flags(const BenchReplayOptions& o) {
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (o.trace.empty() && o.public_dataset.empty())
+    return fail(invalid("no trace: pass --trace FILE (Mooncake JSONL, a session-trace .json/.jsonl, or a directory)"));
+  if (o.concurrency < 1) return fail(invalid(fmt::format("--concurrency must be >= 1, got {}", o.concurrency)));
+  if (!positive(o.benchmark_duration_s)) return fail(invalid("--benchmark-duration must be a number of seconds > 0"));
+  if (!non_negative(o.benchmark_grace_s) || !non_negative(o.warmup_grace_s) || !non_negative(o.idle_cap_s) ||
+      !non_negative(o.system_idle_cap_s))
+    return fail(invalid("grace periods and idle-gap caps must be numbers of seconds >= 0"));
+  if (!(o.failed_request_threshold >= 0 && o.failed_request_threshold <= 1))
+    return fail(
+        invalid(fmt::format("--failed-request-threshold must be in [0, 1], got {}", o.failed_request_threshold)));
+  if (!(o.start_min_ratio >= 0 && o.start_min_ratio <= o.start_max_ratio && o.start_max_ratio <= 1))
+    return fail(invalid(
+        fmt::format("--trajectory-start-min-ratio {} / --trajectory-start-max-ratio {}: need 0 <= min <= max <= 1",
+                    o.start_min_ratio, o.start_max_ratio)));
+  if (o.warmup_per_lane < 0) return fail(invalid("--warmup-requests-per-lane must be >= 0"));
+  if (o.max_context_length && *o.max_context_length < 1) return fail(invalid("--max-context-length must be >= 1"));
+  if (!positive(o.fixed_schedule_speedup)) return fail(invalid("--fixed-schedule-speedup must be > 0"));
+  if (o.num_dataset_entries && *o.num_dataset_entries < 1) return fail(invalid("--num-dataset-entries must be >= 1"));
+  if (o.seed < 0) return fail(invalid("--random-seed must be >= 0"));
+  return {};
+}
+
+workload::ReplayScheduleOptions schedule_options(const BenchReplayOptions& o) {
+  workload::ReplayScheduleOptions r;
+  r.mode = o.fixed_schedule ? workload::ReplayMode::kFixedSchedule : workload::ReplayMode::kLanes;
+  r.concurrency = o.concurrency;
+  r.duration_s = o.benchmark_duration_s;
+  r.grace_s = o.benchmark_grace_s;
+  r.seed = static_cast<uint64_t>(o.seed);
+  r.start_min_ratio = o.start_min_ratio;
+  r.start_max_ratio = o.start_max_ratio;
+  r.warmup_per_lane = o.warmup_per_lane;
+  r.warmup_grace_s = o.warmup_grace_s;
+  r.idle_cap_s = o.idle_cap_s;
+  r.system_idle_cap_s = o.system_idle_cap_s;
+  r.single_pass = o.single_pass;
+  r.schedule_speedup = o.fixed_schedule_speedup;
+  r.max_context_length = o.max_context_length;
+  r.live_assistant = o.live_assistant;
+  r.cache_bust = !o.no_cache_bust;
+  r.abort_error_rate = o.failed_request_threshold;
+  return r;
+}
+
+Result<workload::Trace> load_replay_trace(const BenchReplayOptions& o) {
+  auto path = trace_path(o);
+  if (!path) return fail(path.error());
+  auto trace = workload::load_trace(*path, {.format = trace_format_of(o.trace_format), .block_size = o.block_size});
+  if (!trace) return fail(trace.error().with_context("--trace"));
+  if (o.num_dataset_entries && static_cast<size_t>(*o.num_dataset_entries) < trace->trees.size())
+    trace->trees.resize(static_cast<size_t>(*o.num_dataset_entries));
+  if (trace->trees.empty()) return fail(invalid(fmt::format("--trace {}: holds no session or row", *path)));
+  return trace;
+}
+
+boost::json::object replay_run_section(const BenchReplayOptions& o, const workload::Trace& trace,
+                                       const workload::ReplayScheduleOutput& out, std::string_view tool) {
+  const workload::TraceStats stats = workload::trace_stats(trace);
+  return {{"tool", tool},
           {"scenario", o.scenario},
           {"url", o.url},
           {"endpoint", o.endpoint},
           {"model", o.model},
           {"trace", o.trace},
-          {"trace_format", workload::trace_format_name(in.trace.format)},
+          {"trace_format", workload::trace_format_name(trace.format)},
           {"trace_sessions", stats.sessions},
           {"trace_turns", stats.turns},
           {"trace_theoretical_prefix_hit", stats.prefix_hit()},
@@ -346,88 +367,10 @@ boost::json::object run_section(const BenchReplayOptions& o, const ReplayInputs&
           {"stopped_early", out.stopped_early}};
 }
 
-// Builds and writes the ixbench result, aiperf's aggregate and the server-metrics export.
-Result<boost::json::object> write_outputs(const BenchReplayOptions& o, const ReplayInputs& in,
-                                          const ReplayRunnerOutput& out, const RecordSink& sink,
-                                          const MetricsScraper& scraper) {
-  const std::filesystem::path dir = o.artifact_dir;
-  std::optional<boost::json::object> server_export;
-  if (scraper.any()) {
-    // The window closes with the scrape stop() took after the last request, so the counters
-    // cover every profiled request.
-    const int64_t end_unix_ns = std::max(out.profile_end_ns + out.steady_to_unix_ns, scraper.last_unix_ns());
-    server_export = scraper.collector().build({.start_unix_ns = out.profile_start_ns + out.steady_to_unix_ns,
-                                               .end_unix_ns = end_unix_ns,
-                                               .slice_duration_s = o.slice_duration_s,
-                                               .endpoints_configured = o.server_metrics});
-  }
-  boost::json::object result =
-      metrics::build_replay_result(sink.samples(), run_info(o, out, server_export ? &*server_export : nullptr));
-  result["run"] = run_section(o, in, out);
-  const auto& validity = result.at("validity").as_object();
-  AiperfAggregateInfo agg{.steady_to_unix_ns = out.steady_to_unix_ns,
-                          .scenario = o.scenario,
-                          .submission_valid = validity.at("submission_valid").as_bool()};
-  for (const auto& r : validity.at("reasons").as_array()) agg.submission_invalid_reasons.emplace_back(r.as_string());
-  if (auto ok = write_aiperf_aggregate(dir, build_aiperf_aggregate(sink.samples(), agg)); !ok) return fail(ok.error());
-  if (server_export) {
-    if (auto ok = write_server_metrics_export(dir, *server_export); !ok) return fail(ok.error());
-  }
-  if (auto ok = files::write_file(dir / kReplayResultFile, json::to_pretty_string(result) + "\n"); !ok)
-    return fail(ok.error());
-  return result;
-}
-
-void print_summary(const boost::json::object& result, const std::filesystem::path& dir) {
-  auto num = [&](std::initializer_list<std::string_view> path) -> double {
-    const boost::json::value* v = &result.at(*path.begin());
-    for (auto it = path.begin() + 1; it != path.end(); ++it) {
-      if (!v->is_object() || !v->as_object().contains(*it)) return NAN;
-      v = &v->as_object().at(*it);
-    }
-    return v->is_number() ? v->to_number<double>() : NAN;
-  };
-  const auto& acc = result.at("request_accounting").as_object();
-  fmt::print("============ Agentic Replay Result ============\n");
-  fmt::print("{:<40}{}\n", "Records (warmup + profiled + errors):", acc.at("records_total").as_int64());
-  fmt::print("{:<40}{}\n", "Profiled successful requests:", acc.at("records_profiled").as_int64());
-  fmt::print(
-      "{:<40}{}\n", "Dropped: warmup / errors:",
-      fmt::format("{} / {}", acc.at("records_warmup_dropped").as_int64(), acc.at("records_error_dropped").as_int64()));
-  fmt::print("{:<40}{:.2f}\n", "Duration (s):", num({"request_metrics", "throughput", "duration_seconds"}));
-  fmt::print("{:<40}{:.2f}\n",
-             "Output tokens/s:", num({"request_metrics", "throughput", "output", "tokens_per_second"}));
-  fmt::print("{:<40}{:.2f}\n", "Total tokens/s:", num({"request_metrics", "throughput", "total", "tokens_per_second"}));
-  fmt::print("{:<40}{:.4f} / {:.4f}\n", "TTFT p50 / p90 (s):", num({"request_metrics", "latency", "ttft", "p50"}),
-             num({"request_metrics", "latency", "ttft", "p90"}));
-  fmt::print("{:<40}{:.4f} / {:.4f}\n", "E2EL p50 / p90 (s):", num({"request_metrics", "latency", "e2el", "p50"}),
-             num({"request_metrics", "latency", "e2el", "p90"}));
-  fmt::print("{:<40}{:.5f}\n", "ITL p50 (s):", num({"request_metrics", "latency", "itl", "p50"}));
-  fmt::print("{:<40}{:.4f}\n",
-             "Theoretical prefix-cache hit:", num({"prefix_cache", "theoretical", "profiling", "hit_rate"}));
-  fmt::print("{:<40}{:.4f}\n", "Realised prefix-cache hit (server):", num({"prefix_cache", "realized", "hit_rate"}));
-  const auto& validity = result.at("validity").as_object();
-  fmt::print("{:<40}{}\n", "Submission valid:", validity.at("submission_valid").as_bool() ? "yes" : "no");
-  for (const auto& r : validity.at("reasons").as_array()) fmt::print("  reason: {}\n", std::string_view(r.as_string()));
-  fmt::print("{:<40}{}\n", "Artifacts:", dir.string());
-  fmt::print("===============================================\n");
-  std::fflush(stdout);
-}
-
-int exit_status(const boost::json::object& result) {
-  if (const int sig = StopSignals::signal()) return 128 + sig;
-  for (const auto& r : result.at("validity").as_object().at("reasons").as_array()) {
-    const std::string_view reason = r.as_string();
-    if (reason == "error_rate_exceeded" || reason == "no_completed_requests") return 1;
-  }
-  return 0;
-}
-
-}  // namespace
-
 Result<int> run_bench_replay(const BenchReplayOptions& o) {
   StopSignals stop_signals;
-  if (auto ok = check_ranges(o); !ok) return fail(ok.error());
+  if (auto ok = check_schedule_flags(o); !ok) return fail(ok.error());
+  if (auto ok = check_target(o); !ok) return fail(ok.error());
   auto inputs = load_inputs(o);
   if (!inputs) return fail(inputs.error());
   if (auto ok = files::check_directory_writable(o.artifact_dir.empty() ? "." : o.artifact_dir); !ok) {
@@ -436,9 +379,9 @@ Result<int> run_bench_replay(const BenchReplayOptions& o) {
     if (auto again = files::check_directory_writable(o.artifact_dir); !again)
       return fail(again.error().with_context("--artifact-dir"));
   }
-  auto writer = ProfileExportWriter::open(o.artifact_dir);
-  if (!writer) return fail(writer.error().with_context("--artifact-dir"));
-  RecordSink sink(std::move(*writer));
+  auto opened = ReplayRecordSink::open(o.artifact_dir);
+  if (!opened) return fail(opened.error().with_context("--artifact-dir"));
+  ReplayRecordSink& sink = *opened;
   ReplayRunnerOptions run = runner_options(o, *inputs);
   int64_t steady_to_unix = 0;
   run.on_record = [&sink, &steady_to_unix](metrics::ReplayRecord&& r) { sink.add(std::move(r), steady_to_unix); };
@@ -457,10 +400,10 @@ Result<int> run_bench_replay(const BenchReplayOptions& o) {
   output->steady_to_unix_ns = steady_to_unix;  // the offset the records were exported with
   auto closed = sink.close();
   auto result = write_outputs(o, *inputs, *output, sink, scraper);
-  if (result) print_summary(*result, o.artifact_dir);
+  if (result) print_replay_summary(*result, o.artifact_dir);
   if (!closed) return fail(closed.error());
   if (!result) return fail(result.error());
-  return exit_status(*result);
+  return replay_exit_status(*result);
 }
 
 }  // namespace ix::bench

@@ -6,12 +6,16 @@
 // roll-ups, schedule lag). See docs/bench-replay.md.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
+#include "workload/replay_schedule.h"
+#include "workload/trace.h"
 
 namespace ix::bench {
 
@@ -59,6 +63,16 @@ struct BenchReplayOptions {
   std::string scenario = "inferencex-agentx-mvp";
   std::string public_dataset;  // refused: public datasets are not downloaded
 };
+
+// The trace and schedule flags, shared with `sim predict --trace` (which replays in virtual time):
+// their ranges, the schedule they describe, and the trace they name (--trace or --public-dataset,
+// --trace-format, --block-size, --num-dataset-entries).
+Result<void> check_schedule_flags(const BenchReplayOptions& options);
+workload::ReplayScheduleOptions schedule_options(const BenchReplayOptions& options);
+Result<workload::Trace> load_replay_trace(const BenchReplayOptions& options);
+// The result's "run" section: the flags, the trace's size and what the schedule sent.
+boost::json::object replay_run_section(const BenchReplayOptions& options, const workload::Trace& trace,
+                                       const workload::ReplayScheduleOutput& out, std::string_view tool);
 
 // Runs the replay and writes its files. The exit status: 0 when the run is valid, 1 when it is
 // not (error rate above --failed-request-threshold, nothing completed; files still written),

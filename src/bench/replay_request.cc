@@ -1,7 +1,5 @@
 #include "bench/replay_request.h"
 
-#include <fmt/format.h>
-
 #include <boost/json.hpp>
 
 namespace ix::bench {
@@ -49,22 +47,6 @@ std::string render_replay_body(const std::vector<workload::HistoryMessage>& mess
   if (body.extra)
     for (const auto& [key, value] : *body.extra) out[key] = value;
   return boost::json::serialize(out);
-}
-
-std::string cache_bust_marker(uint64_t seed, uint64_t run_nonce, int64_t session_num, int64_t lane) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ULL ^ run_nonce;
-  for (uint64_t v : {static_cast<uint64_t>(session_num), static_cast<uint64_t>(lane)}) {
-    z = (z ^ v) * 0xBF58476D1CE4E5B9ULL;
-    z ^= z >> 31;
-  }
-  return fmt::format("[rid:{:012x}]\n\n", z & 0xFFFFFFFFFFFFULL);
-}
-
-int64_t PrefixSeen::hit_and_add(const std::vector<int64_t>& hash_ids) {
-  int64_t hit = 0;
-  while (static_cast<size_t>(hit) < hash_ids.size() && seen_.contains(hash_ids[static_cast<size_t>(hit)])) ++hit;
-  for (int64_t id : hash_ids) seen_.insert(id);
-  return hit;
 }
 
 }  // namespace ix::bench

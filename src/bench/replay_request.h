@@ -1,14 +1,13 @@
 // What one replayed request holds on the wire: the chat body of a turn's history (rendered from
-// block keys through tok::PromptSynth), the headers of its stream, and its theoretical prefix hit.
+// block keys through tok::PromptSynth).
 //
-// Thread-safety: pure functions; PrefixSeen is one-thread.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "tokenizer/prompt_synth.h"
@@ -30,19 +29,5 @@ struct ReplayBody {
 //  "stream_options":{"include_usage":true}} + extra, as aiperf's agentic replay sends it.
 std::string render_replay_body(const std::vector<workload::HistoryMessage>& messages, const tok::PromptSynth& synth,
                                const ReplayBody& body);
-
-// "[rid:<12 hex>]\n\n": the marker that keeps one tree play's prefixes apart from another's.
-std::string cache_bust_marker(uint64_t seed, uint64_t run_nonce, int64_t session_num, int64_t lane);
-
-// Blocks already seen (in one tree play, or across a Mooncake file): the theoretical prefix hit
-// of a request is its leading hash ids already seen.
-class PrefixSeen {
- public:
-  // Counts the leading ids of `hash_ids` already seen, then marks them all seen.
-  int64_t hit_and_add(const std::vector<int64_t>& hash_ids);
-
- private:
-  std::unordered_set<int64_t> seen_;
-};
 
 }  // namespace ix::bench

@@ -1,12 +1,7 @@
 #include "bench/replay_runner.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <limits>
-#include <memory>
 #include <thread>
 #include <unordered_map>
 
@@ -14,80 +9,9 @@
 #include "bench/replay_request.h"
 #include "bench/run_watch.h"
 #include "bench/serve_runner.h"
-#include "common/rng.h"
-#include "workload/replay_plan.h"
 
 namespace ix::bench {
 namespace {
-
-using metrics::ReplayPhase;
-using metrics::ReplayRecord;
-using workload::PlannedTurn;
-using workload::TreePlan;
-
-int64_t seconds_ns(double s) {
-  return static_cast<int64_t>(std::llround(std::clamp(s, 0.0, 1e9) * 1e9));
-}
-
-// A tag names a request: the play (high 32 bits), whether it is a primer (bit 31), the turn.
-constexpr uint64_t kPrimerBit = 1ULL << 31;
-uint64_t make_tag(size_t play, int32_t turn, bool primer) {
-  return (static_cast<uint64_t>(play) << 32) | (primer ? kPrimerBit : 0) | static_cast<uint32_t>(turn);
-}
-size_t tag_play(uint64_t tag) {
-  return static_cast<size_t>(tag >> 32);
-}
-int32_t tag_turn(uint64_t tag) {
-  return static_cast<int32_t>(tag & (kPrimerBit - 1));
-}
-bool tag_primer(uint64_t tag) {
-  return (tag & kPrimerBit) != 0;
-}
-
-// FNV-1a: a tree id as a number (the scope of its local hash ids).
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-struct StreamState {
-  workload::StreamHistory history;
-  std::string conversation_id;
-  std::string correlation_id;
-  int32_t advanced = -1;             // index in the stream of the last turn the history holds
-  std::vector<std::string> replies;  // live-assistant mode: the server's reply to each turn
-};
-
-// One play of a session tree on a lane, from its start point to its last turn.
-struct TreePlay {
-  const TreePlan* plan = nullptr;
-  int64_t session_num = 0;
-  int64_t lane = 0;
-  std::vector<int32_t> remaining;  // predecessors not yet done, by turn
-  std::vector<int64_t> due_ns;     // when the turn may go, once its predecessors are done
-  std::vector<char> done;
-  std::vector<StreamState> streams;
-  std::string rid;
-  int64_t unfinished = 0;  // turns not done
-  int64_t in_flight = 0;
-  int64_t turns_sent = 0;
-  std::vector<std::pair<int32_t, int64_t>> timers;  // armed turns and when they fire
-  uint64_t timer_generation = 0;
-  std::vector<int32_t> deferred;  // ready turns held back (warmup quota, the phase handoff)
-  PrefixSeen seen;
-};
-
-// What a request in flight carries besides its exchange.
-struct SentMeta {
-  ReplayPhase phase = ReplayPhase::kProfiling;
-  int64_t turn_depth = 0;
-  int64_t hit_blocks = 0;
-  int64_t total_blocks = 0;
-  int64_t scheduled_ns = 0;
-};
-
-enum class Stage { kPrimers, kWarmup, kProfiling, kDraining, kDone };
 
 http::LoopOptions loop_options_for(const ReplayRunnerOptions& options) {
   http::LoopOptions loop_options;
@@ -97,28 +21,23 @@ http::LoopOptions loop_options_for(const ReplayRunnerOptions& options) {
   return loop_options;
 }
 
-class ReplayEngine final : public ExchangeOwner {
+// The replay's wire: each request a chat body on the client loop, measured as an exchange; the
+// loop's clock is the schedule's.
+class HttpReplayTransport final : public workload::ReplayTransport, public ExchangeOwner {
  public:
-  ReplayEngine(const ReplayRunnerOptions& options, std::vector<TreePlan> plans)
+  explicit HttpReplayTransport(const ReplayRunnerOptions& options)
       : o_(options),
-        plans_(std::move(plans)),
         loop_(loop_options_for(options)),
-        headers_(request_headers(options.api_key, options.extra_headers, {{"Accept", "text/event-stream"}})),
-        mooncake_(options.trace->format == workload::TraceFormat::kMooncake),
-        lane_play_(static_cast<size_t>(std::max<int64_t>(options.concurrency, 1)), -1),
-        lane_warmup_sent_(lane_play_.size(), 0),
-        run_nonce_(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count())) {
-    order_trees();
-  }
+        headers_(request_headers(options.api_key, options.extra_headers, {{"Accept", "text/event-stream"}})) {}
 
+  void attach(workload::ReplayScheduler* scheduler) { scheduler_ = scheduler; }
   http::ClientLoop& loop() { return loop_; }
-  bool finished() const { return finished_.load(std::memory_order_acquire); }
-  ReplayProgress progress() const;
-  ReplayRunnerOutput& output() { return out_; }
 
-  // Loop thread.
-  void start();
-  void stop(std::string reason);
+  int64_t now_ns() const override { return loop_.now_ns(); }
+  void call_at(int64_t due_ns, std::function<void()> fn) override { loop_.call_at(due_ns, std::move(fn)); }
+  void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
+  void cancel_all() override { loop_.cancel_all(); }
+  void send(const workload::ReplaySend& send) override;
 
   openai::StreamChunkDecoder& chunk_decoder() override { return chunk_decoder_; }
   void count_streamed(int64_t) override {}
@@ -126,569 +45,96 @@ class ReplayEngine final : public ExchangeOwner {
   void complete(Exchange& exchange) override;
 
  private:
-  void order_trees();
-  const TreePlan* next_tree();
-  size_t new_play(int64_t lane, const TreePlan& plan, std::optional<double> start_at);
-  void start_lane(int64_t lane, bool first);
-  void release(size_t play, int32_t turn, int64_t due);
-  void arm(size_t play, int32_t turn, int64_t due);
-  void fire(size_t play, int32_t turn, uint64_t generation);
-  void dispatch(size_t play, int32_t turn, bool primer, int64_t scheduled_ns);
-  void skip(size_t play, int32_t turn, bool primer, const SentMeta& meta);
-  void finish_turn(size_t play, int32_t turn, int64_t now);
-  void finish_play(size_t play);
-  void shift_timers(TreePlay& play, size_t index, int64_t shift);
-  void cap_tree_idle(size_t play, int64_t now);
-  void cap_system_idle(int64_t now);
-  void check_error_rate();
-  void advance_stage();
-  void start_warmup();
-  void start_profiling();
-  void end_profiling();
-  void finish();
-  void start_fixed_schedule();
-  void fire_fixed();
-  ReplayRecord make_record(Exchange& exchange, const SentMeta& meta);
-  http::Request make_request(const Exchange& exchange, const StreamState& stream, size_t play);
+  http::Request make_request(const Exchange& exchange, const workload::ReplaySend& send) const;
 
   const ReplayRunnerOptions& o_;
-  std::vector<TreePlan> plans_;
   http::ClientLoop loop_;
   openai::StreamChunkDecoder chunk_decoder_;
   std::vector<http::Header> headers_;
-  bool mooncake_;
   ExchangePool exchanges_{this};
-  std::unordered_map<const Exchange*, SentMeta> sent_;
-
-  std::vector<size_t> tree_order_;
-  size_t tree_cursor_ = 0;
-  std::vector<std::unique_ptr<TreePlay>> plays_;
-  std::vector<int64_t> lane_play_;  // the lane's play, or -1
-  std::vector<int64_t> lane_warmup_sent_;
-  PrefixSeen global_seen_;  // Mooncake: hash ids are global across rows
-  uint64_t run_nonce_;
-
-  Stage stage_ = Stage::kPrimers;
-  int64_t in_flight_ = 0;
-  int64_t primers_outstanding_ = 0;
-  bool grace_expired_ = false;
-  // Fixed schedule: every (play-to-be, turn) in recorded order, and the next to send.
-  struct Slot {
-    size_t tree;
-    int32_t turn;
-    int64_t due_ns;
-  };
-  std::vector<Slot> schedule_;
-  size_t schedule_cursor_ = 0;
-  std::vector<int64_t> tree_play_;  // fixed schedule: the play of each tree, or -1
-
-  std::atomic<int64_t> sent_count_{0};
-  std::atomic<int64_t> completed_{0};
-  std::atomic<int64_t> failed_{0};
-  std::atomic<int64_t> in_flight_count_{0};
-  std::atomic<int64_t> profile_start_{0};
-  std::atomic<bool> finished_{false};
-  ReplayRunnerOutput out_;
+  workload::ReplayScheduler* scheduler_ = nullptr;
 };
 
-void ReplayEngine::order_trees() {
-  tree_order_.resize(plans_.size());
-  for (size_t i = 0; i < plans_.size(); ++i) tree_order_[i] = i;
-  if (mooncake_) return;  // rows in file order: their timestamps are the order
-  Rng rng = Rng::stream(o_.seed, "replay-trees");
-  for (size_t i = tree_order_.size(); i > 1; --i)
-    std::swap(tree_order_[i - 1], tree_order_[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(i) - 1))]);
-}
-
-const TreePlan* ReplayEngine::next_tree() {
-  if (tree_order_.empty()) return nullptr;
-  if (tree_cursor_ >= tree_order_.size()) {
-    if (o_.single_pass) return nullptr;
-    tree_cursor_ = 0;
-  }
-  return &plans_[tree_order_[tree_cursor_++]];
-}
-
-size_t ReplayEngine::new_play(int64_t lane, const TreePlan& plan, std::optional<double> start_at) {
-  auto p = std::make_unique<TreePlay>();
-  p->plan = &plan;
-  p->session_num = out_.tree_plays++;
-  p->lane = lane;
-  const size_t n = plan.turns.size();
-  p->remaining.resize(n);
-  for (size_t i = 0; i < n; ++i) p->remaining[i] = plan.turns[i].predecessor_count();
-  p->due_ns.assign(n, 0);
-  p->done.assign(n, 0);
-  p->unfinished = static_cast<int64_t>(n);
-  const std::string& id = plan.tree->id;
-  const uint64_t scope = mooncake_ ? 0 : fnv1a(id);
-  for (size_t s = 0; s < plan.streams.size(); ++s) {
-    const uint64_t tail_key = fnv1a(fmt::format("{}:{}:{}:{}", o_.seed, id, p->session_num, s));
-    p->streams.push_back({.history = workload::StreamHistory(plan.tree->block_size, scope, tail_key),
-                          .conversation_id = id + plan.streams[s].suffix,
-                          .correlation_id = fmt::format("{}-{}{}", p->session_num, id, plan.streams[s].suffix)});
-  }
-  if (o_.cache_bust && !mooncake_) p->rid = cache_bust_marker(o_.seed, run_nonce_, p->session_num, lane);
-  if (start_at) {
-    // The turns before the start point happened already (turn indices are in dependency order).
-    for (size_t i = 0; i < n; ++i) {
-      if (plan.turns[i].turn->t >= *start_at || p->remaining[i] > 0) continue;
-      p->done[i] = 1;
-      --p->unfinished;
-      for (int32_t f : plan.turns[i].followers) --p->remaining[static_cast<size_t>(f)];
-    }
-  }
-  plays_.push_back(std::move(p));
-  return plays_.size() - 1;
-}
-
-// Puts the lane's next tree on it: the first tree from a start point drawn in its span (its live
-// streams primed), a later one from its first turn.
-void ReplayEngine::start_lane(int64_t lane, bool first) {
-  const TreePlan* plan = next_tree();
-  if (!plan) return;
-  std::optional<double> start_at;
-  if (first && !o_.single_pass && plan->t_max > plan->t_min) {
-    Rng rng = Rng::stream(o_.seed, fmt::format("replay-start:{}:{}", plan->tree->id, lane));
-    const double span = plan->t_max - plan->t_min;
-    const double lo = plan->t_min + o_.start_min_ratio * span, hi = plan->t_min + o_.start_max_ratio * span;
-    start_at = lo + rng.uniform01() * (hi - lo);
-  }
-  const size_t index = new_play(lane, *plan, start_at);
-  lane_play_[static_cast<size_t>(lane)] = static_cast<int64_t>(index);
-  TreePlay& play = *plays_[index];
-  const int64_t now = loop_.now_ns();
-  for (int32_t turn : plan->ready(play.done)) {
-    const PlannedTurn& t = plan->turns[static_cast<size_t>(turn)];
-    if (stage_ == Stage::kPrimers) {
-      if (t.prev >= 0 && play.done[static_cast<size_t>(t.prev)]) {
-        ++primers_outstanding_;
-        dispatch(index, t.prev, true, now);
-      }
-      play.deferred.push_back(turn);
-    } else {
-      release(index, turn, now);
-    }
-  }
-  if (play.unfinished == 0 && play.in_flight == 0) finish_play(index);
-}
-
-void ReplayEngine::release(size_t index, int32_t turn, int64_t due) {
-  TreePlay& play = *plays_[index];
-  switch (stage_) {
-    case Stage::kPrimers: play.deferred.push_back(turn); return;
-    case Stage::kWarmup:
-      if (!grace_expired_ && lane_warmup_sent_[static_cast<size_t>(play.lane)] < o_.warmup_per_lane) {
-        dispatch(index, turn, false, loop_.now_ns());
-      } else {
-        play.deferred.push_back(turn);
-      }
-      return;
-    case Stage::kProfiling: arm(index, turn, due); return;
-    case Stage::kDraining:
-    case Stage::kDone: return;
-  }
-}
-
-void ReplayEngine::arm(size_t index, int32_t turn, int64_t due) {
-  TreePlay& play = *plays_[index];
-  play.timers.emplace_back(turn, due);
-  const uint64_t generation = play.timer_generation;
-  loop_.call_at(due, [this, index, turn, generation] { fire(index, turn, generation); });
-}
-
-void ReplayEngine::fire(size_t index, int32_t turn, uint64_t generation) {
-  if (!plays_[index] || plays_[index]->timer_generation != generation) return;  // moved by an idle cap
-  TreePlay& play = *plays_[index];
-  auto it = std::find_if(play.timers.begin(), play.timers.end(), [turn](const auto& t) { return t.first == turn; });
-  if (it == play.timers.end()) return;
-  const int64_t due = it->second;
-  play.timers.erase(it);
-  if (stage_ == Stage::kProfiling) dispatch(index, turn, false, due);
-}
-
-ReplayRecord ReplayEngine::make_record(Exchange& exchange, const SentMeta& meta) {
-  TreePlay& play = *plays_[tag_play(exchange.tag)];
-  const PlannedTurn& turn = play.plan->turns[static_cast<size_t>(tag_turn(exchange.tag))];
-  const StreamState& stream = play.streams[static_cast<size_t>(turn.stream)];
-  ReplayRecord r;
-  r.rec = std::move(exchange.rec);
-  r.server_prompt_tokens = exchange.server_prompt_tokens;
-  r.phase = meta.phase;
-  r.conversation_id = stream.conversation_id;
-  r.turn_index = turn.index_in_stream;
-  r.correlation_id = stream.correlation_id;
-  r.session_num = play.session_num;
-  r.lane = play.lane;
-  r.depth = play.plan->streams[static_cast<size_t>(turn.stream)].depth;
-  r.turn_depth = meta.turn_depth;
-  r.hit_blocks = meta.hit_blocks;
-  r.total_blocks = meta.total_blocks;
-  r.scheduled_ns = meta.scheduled_ns;
-  return r;
-}
-
-http::Request ReplayEngine::make_request(const Exchange& exchange, const StreamState& stream, size_t index) {
+http::Request HttpReplayTransport::make_request(const Exchange& exchange, const workload::ReplaySend& send) const {
   http::Request request;
   request.target = o_.endpoint;
   request.timeout_ns = o_.request_timeout_ns;
   request.headers = headers_;
-  request.headers.push_back({"X-Correlation-ID", stream.correlation_id});
+  request.headers.push_back({"X-Correlation-ID", std::string(send.correlation_id)});
   if (o_.session_id_header) {
-    request.headers.push_back({"X-Dynamo-Session-ID", stream.correlation_id});
-    const TreePlay& play = *plays_[index];
-    const PlannedTurn& turn = play.plan->turns[static_cast<size_t>(tag_turn(exchange.tag))];
-    if (turn.stream != 0) request.headers.push_back({"X-Dynamo-Parent-Session-ID", play.streams[0].correlation_id});
+    request.headers.push_back({"X-Dynamo-Session-ID", std::string(send.correlation_id)});
+    if (!send.root_correlation_id.empty())
+      request.headers.push_back({"X-Dynamo-Parent-Session-ID", std::string(send.root_correlation_id)});
   }
   request.body = exchange.body;
   return request;
 }
 
-void ReplayEngine::dispatch(size_t index, int32_t turn_index, bool primer, int64_t scheduled_ns) {
-  TreePlay& play = *plays_[index];
-  const PlannedTurn& planned = play.plan->turns[static_cast<size_t>(turn_index)];
-  const workload::TraceTurn& turn = *planned.turn;
-  const bool warmup = stage_ == Stage::kPrimers || stage_ == Stage::kWarmup;
-  SentMeta meta{.phase = warmup ? ReplayPhase::kWarmup : ReplayPhase::kProfiling,
-                .turn_depth = play.turns_sent++,
-                .total_blocks = static_cast<int64_t>(turn.hash_ids.size()),
-                .scheduled_ns = scheduled_ns};
-  ++play.in_flight;
-  ++in_flight_;
-  in_flight_count_.store(in_flight_, std::memory_order_relaxed);
-  if (o_.max_context_length && turn.in + turn.out > *o_.max_context_length) {
-    skip(index, turn_index, primer, meta);  // never sent: not a warmup request either
-    return;
-  }
-  if (warmup && !primer) ++lane_warmup_sent_[static_cast<size_t>(play.lane)];
-  StreamState& stream = play.streams[static_cast<size_t>(planned.stream)];
-  const auto& stream_turns = play.plan->streams[static_cast<size_t>(planned.stream)].turns;
-  while (stream.advanced < planned.index_in_stream)
-    stream.history.advance(
-        *play.plan->turns[static_cast<size_t>(stream_turns[static_cast<size_t>(++stream.advanced)])].turn);
-  meta.hit_blocks = (mooncake_ ? global_seen_ : play.seen).hit_and_add(turn.hash_ids);
-  const int64_t max_tokens = warmup ? 1 : turn.out;
+void HttpReplayTransport::send(const workload::ReplaySend& send) {
   Exchange* e = exchanges_.acquire();
-  e->reset(make_tag(index, turn_index, primer), scheduled_ns, turn.in, max_tokens, warmup);
-  e->body = render_replay_body(stream.history.messages(), *o_.synth,
+  e->reset(send.tag, send.scheduled_ns, send.turn->in, send.max_tokens, send.warmup);
+  e->body = render_replay_body(*send.messages, *o_.synth,
                                {.model = o_.model,
-                                .max_tokens = max_tokens,
-                                .cache_bust = play.rid,
-                                .replies = o_.live_assistant ? &stream.replies : nullptr,
+                                .max_tokens = send.max_tokens,
+                                .cache_bust = send.cache_bust,
+                                .replies = send.replies,
                                 .extra = &o_.extra_body});
-  sent_[e] = meta;
-  ++out_.sent;
-  if (warmup) ++out_.warmup_sent;
-  if (primer) ++out_.primers;
-  sent_count_.fetch_add(1, std::memory_order_relaxed);
-  in_flight_count_.store(in_flight_, std::memory_order_relaxed);
-  loop_.submit(make_request(*e, stream, index), e);
+  loop_.submit(make_request(*e, send), e);
 }
 
-// A turn over --max-context-length: recorded as skipped, never sent; done once the loop turns.
-void ReplayEngine::skip(size_t index, int32_t turn_index, bool primer, const SentMeta& meta) {
-  ++out_.skipped_context;
-  loop_.post([this, index, turn_index, primer, meta] {
-    TreePlay& play = *plays_[index];
-    const PlannedTurn& planned = play.plan->turns[static_cast<size_t>(turn_index)];
-    const StreamState& stream = play.streams[static_cast<size_t>(planned.stream)];
-    ReplayRecord r;
-    r.rec.prompt_len = planned.turn->in;
-    r.rec.expected_output_len = planned.turn->out;
-    r.rec.scheduled_ns = meta.scheduled_ns;
-    r.phase = meta.phase;
-    r.conversation_id = stream.conversation_id;
-    r.turn_index = planned.index_in_stream;
-    r.correlation_id = stream.correlation_id;
-    r.session_num = play.session_num;
-    r.lane = play.lane;
-    r.turn_depth = meta.turn_depth;
-    r.skipped_context = true;
-    if (o_.on_record) o_.on_record(std::move(r));
-    --play.in_flight;
-    --in_flight_;
-    in_flight_count_.store(in_flight_, std::memory_order_relaxed);
-    if (primer) {
-      --primers_outstanding_;
-    } else {
-      finish_turn(index, turn_index, loop_.now_ns());
-    }
-    if (plays_[index] && play.in_flight == 0 && play.unfinished == 0) finish_play(index);
-    advance_stage();
-  });
-}
-
-void ReplayEngine::complete(Exchange& exchange) {
-  const auto found = sent_.find(&exchange);
-  const SentMeta meta = found->second;
-  sent_.erase(found);
-  const size_t index = tag_play(exchange.tag);
-  const int32_t turn = tag_turn(exchange.tag);
-  const bool primer = tag_primer(exchange.tag);
-  TreePlay& play = *plays_[index];
-  if (o_.live_assistant) {
-    StreamState& stream = play.streams[static_cast<size_t>(play.plan->turns[static_cast<size_t>(turn)].stream)];
-    const auto k = static_cast<size_t>(play.plan->turns[static_cast<size_t>(turn)].index_in_stream);
-    if (stream.replies.size() <= k) stream.replies.resize(k + 1);
-    stream.replies[k] = std::move(exchange.text);
-  }
-  ReplayRecord record = make_record(exchange, meta);
-  if (meta.phase == ReplayPhase::kProfiling) {
-    (record.rec.success ? completed_ : failed_).fetch_add(1);
-    check_error_rate();
-  }
-  if (o_.on_record) o_.on_record(std::move(record));
+void HttpReplayTransport::complete(Exchange& exchange) {
+  workload::ReplayReply reply{.rec = std::move(exchange.rec), .server_prompt_tokens = exchange.server_prompt_tokens};
+  if (o_.schedule.live_assistant) reply.text = std::move(exchange.text);
+  const uint64_t tag = exchange.tag;
   exchanges_.release(&exchange);
-  --play.in_flight;
-  --in_flight_;
-  in_flight_count_.store(in_flight_, std::memory_order_relaxed);
-  const int64_t now = loop_.now_ns();
-  if (primer) {
-    --primers_outstanding_;
-  } else {
-    finish_turn(index, turn, now);
-  }
-  if (plays_[index] && play.in_flight == 0 && play.unfinished == 0) finish_play(index);
-  if (stage_ == Stage::kProfiling) {
-    if (plays_[index] && play.in_flight == 0) cap_tree_idle(index, now);
-    if (in_flight_ == 0) cap_system_idle(now);
-  }
-  advance_stage();
+  scheduler_->complete(tag, std::move(reply));
 }
 
-// aiperf's live abort: once enough profiled requests have finished, an error share above the
-// threshold stops the run (what was measured is kept; the result is invalid).
-void ReplayEngine::check_error_rate() {
-  if (!o_.abort_error_rate || stage_ != Stage::kProfiling) return;
-  const int64_t failed = failed_.load(std::memory_order_relaxed);
-  const int64_t finished = failed + completed_.load(std::memory_order_relaxed);
-  if (finished < kMinFinishedForAbort) return;
-  const double share = static_cast<double>(failed) / static_cast<double>(finished);
-  if (share <= *o_.abort_error_rate) return;
-  stop(fmt::format("stopped: {} of {} profiled requests failed ({:.1f} %), above --failed-request-threshold {}", failed,
-                   finished, share * 100, *o_.abort_error_rate));
-}
-
-void ReplayEngine::finish_turn(size_t index, int32_t turn, int64_t now) {
-  TreePlay& play = *plays_[index];
-  play.done[static_cast<size_t>(turn)] = 1;
-  --play.unfinished;
-  if (o_.mode == ReplayMode::kFixedSchedule) return;  // the schedule sends every turn
-  for (int32_t f : play.plan->turns[static_cast<size_t>(turn)].followers) {
-    const PlannedTurn& follower = play.plan->turns[static_cast<size_t>(f)];
-    const bool gap = (follower.prev == turn || follower.spawner == turn) && stage_ == Stage::kProfiling;
-    auto& due = play.due_ns[static_cast<size_t>(f)];
-    due = std::max(due, now + (gap ? seconds_ns(follower.delay_s) : 0));
-    if (--play.remaining[static_cast<size_t>(f)] == 0) release(index, f, due);
-  }
-}
-
-void ReplayEngine::finish_play(size_t index) {
-  const int64_t lane = plays_[index]->lane;
-  plays_[index].reset();
-  if (o_.mode == ReplayMode::kFixedSchedule) return;
-  lane_play_[static_cast<size_t>(lane)] = -1;
-  if (stage_ <= Stage::kProfiling && !(stage_ == Stage::kWarmup && grace_expired_)) start_lane(lane, false);
-}
-
-void ReplayEngine::shift_timers(TreePlay& play, size_t index, int64_t shift) {
-  ++play.timer_generation;
-  auto timers = std::move(play.timers);
-  play.timers.clear();
-  for (auto& [turn, due] : timers) arm(index, turn, due - shift);
-}
-
-// A tree with nothing in flight: its next turn fires at most idle_cap_s from now.
-void ReplayEngine::cap_tree_idle(size_t index, int64_t now) {
-  TreePlay& play = *plays_[index];
-  if (play.timers.empty()) return;
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (const auto& [turn, due] : play.timers) earliest = std::min(earliest, due);
-  const int64_t excess = earliest - now - seconds_ns(o_.idle_cap_s);
-  if (excess > 0) shift_timers(play, index, excess);
-}
-
-// Nothing in flight anywhere: the next turn of any tree fires at most system_idle_cap_s from now.
-void ReplayEngine::cap_system_idle(int64_t now) {
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (int64_t index : lane_play_)
-    if (index >= 0)
-      for (const auto& [turn, due] : plays_[static_cast<size_t>(index)]->timers) earliest = std::min(earliest, due);
-  if (earliest == std::numeric_limits<int64_t>::max()) return;
-  const int64_t excess = earliest - now - seconds_ns(o_.system_idle_cap_s);
-  if (excess <= 0) return;
-  for (int64_t index : lane_play_)
-    if (index >= 0) shift_timers(*plays_[static_cast<size_t>(index)], static_cast<size_t>(index), excess);
-}
-
-void ReplayEngine::advance_stage() {
-  switch (stage_) {
-    case Stage::kPrimers:
-      if (primers_outstanding_ == 0) start_warmup();
-      return;
-    case Stage::kWarmup:
-      if (in_flight_ == 0) start_profiling();
-      return;
-    case Stage::kProfiling: {
-      if (in_flight_ > 0) return;
-      const bool idle = std::all_of(lane_play_.begin(), lane_play_.end(), [](int64_t p) { return p < 0; });
-      const bool schedule_left = o_.mode == ReplayMode::kFixedSchedule && schedule_cursor_ < schedule_.size();
-      if (idle && !schedule_left) finish();  // every tree played (single pass) or none to play
-      return;
-    }
-    case Stage::kDraining:
-      if (in_flight_ == 0) finish();
-      return;
-    case Stage::kDone: return;
-  }
-}
-
-void ReplayEngine::start_warmup() {
-  stage_ = Stage::kWarmup;
-  for (int64_t index : lane_play_) {
-    if (index < 0) continue;
-    auto deferred = std::move(plays_[static_cast<size_t>(index)]->deferred);
-    plays_[static_cast<size_t>(index)]->deferred.clear();
-    for (int32_t turn : deferred) release(static_cast<size_t>(index), turn, loop_.now_ns());
-  }
-  advance_stage();
-}
-
-// The warmup has drained: each lane's held-back turns keep their recorded spacing, the earliest
-// of all firing now.
-void ReplayEngine::start_profiling() {
-  stage_ = Stage::kProfiling;
-  if (o_.on_profile_start) o_.on_profile_start();
-  const int64_t now = loop_.now_ns();
-  out_.profile_start_ns = now;
-  profile_start_.store(now, std::memory_order_relaxed);
-  double min_delay = std::numeric_limits<double>::infinity();
-  for (int64_t index : lane_play_)
-    if (index >= 0)
-      for (int32_t turn : plays_[static_cast<size_t>(index)]->deferred)
-        min_delay =
-            std::min(min_delay, plays_[static_cast<size_t>(index)]->plan->turns[static_cast<size_t>(turn)].delay_s);
-  for (int64_t index : lane_play_) {
-    if (index < 0) continue;
-    TreePlay& play = *plays_[static_cast<size_t>(index)];
-    auto deferred = std::move(play.deferred);
-    play.deferred.clear();
-    for (int32_t turn : deferred)
-      arm(static_cast<size_t>(index), turn,
-          now + seconds_ns(play.plan->turns[static_cast<size_t>(turn)].delay_s - min_delay));
-    cap_tree_idle(static_cast<size_t>(index), now);
-  }
-  cap_system_idle(now);
-  loop_.call_at(now + seconds_ns(o_.duration_s), [this] { end_profiling(); });
-  if (o_.mode == ReplayMode::kFixedSchedule) start_fixed_schedule();
-  advance_stage();
-}
-
-void ReplayEngine::end_profiling() {
-  if (stage_ != Stage::kProfiling) return;
-  stage_ = Stage::kDraining;
-  loop_.call_at(loop_.now_ns() + seconds_ns(o_.grace_s), [this] { loop_.cancel_all(); });
-  advance_stage();
-}
-
-void ReplayEngine::finish() {
-  stage_ = Stage::kDone;
-  finished_.store(true, std::memory_order_release);
-}
-
-void ReplayEngine::start() {
-  out_.steady_to_unix_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count() -
-      loop_.now_ns();
-  for (const TreePlan& plan : plans_) out_.dropped_subagents += plan.dropped_subagents;
-  if (o_.mode == ReplayMode::kFixedSchedule) {
-    start_profiling();
-    return;
-  }
-  loop_.call_at(loop_.now_ns() + seconds_ns(o_.warmup_grace_s), [this] {
-    if (stage_ != Stage::kPrimers && stage_ != Stage::kWarmup) return;
-    grace_expired_ = out_.warmup_grace_expired = true;
-    loop_.cancel_all();
-    advance_stage();
-  });
-  for (size_t lane = 0; lane < lane_play_.size(); ++lane) start_lane(static_cast<int64_t>(lane), true);
-  advance_stage();
-}
-
-void ReplayEngine::stop(std::string reason) {
-  if (stage_ == Stage::kDone) return;
-  out_.stopped_early = true;
-  out_.invalid_reasons.push_back(std::move(reason));
-  stage_ = Stage::kDraining;
-  loop_.cancel_all();
-  advance_stage();
-}
-
-// Every turn of every tree at its recorded time (divided by the speed-up), from now.
-void ReplayEngine::start_fixed_schedule() {
-  lane_play_.clear();
-  tree_play_.assign(plans_.size(), -1);
-  double t0 = std::numeric_limits<double>::infinity();
-  for (const TreePlan& plan : plans_)
-    if (!plan.turns.empty()) t0 = std::min(t0, plan.t_min);
-  const int64_t now = loop_.now_ns();
-  for (size_t tree = 0; tree < plans_.size(); ++tree)
-    for (size_t turn = 0; turn < plans_[tree].turns.size(); ++turn)
-      schedule_.push_back({tree, static_cast<int32_t>(turn),
-                           now + seconds_ns((plans_[tree].turns[turn].turn->t - t0) / o_.schedule_speedup)});
-  std::stable_sort(schedule_.begin(), schedule_.end(),
-                   [](const Slot& a, const Slot& b) { return a.due_ns < b.due_ns; });
-  fire_fixed();
-}
-
-void ReplayEngine::fire_fixed() {
-  const int64_t now = loop_.now_ns();
-  while (stage_ == Stage::kProfiling && schedule_cursor_ < schedule_.size() &&
-         schedule_[schedule_cursor_].due_ns <= now) {
-    const Slot& slot = schedule_[schedule_cursor_++];
-    if (tree_play_[slot.tree] < 0) tree_play_[slot.tree] = static_cast<int64_t>(new_play(0, plans_[slot.tree], {}));
-    dispatch(static_cast<size_t>(tree_play_[slot.tree]), slot.turn, false, slot.due_ns);
-  }
-  if (stage_ == Stage::kProfiling && schedule_cursor_ < schedule_.size())
-    loop_.call_at(schedule_[schedule_cursor_].due_ns, [this] { fire_fixed(); });
-  advance_stage();
-}
-
-ReplayProgress ReplayEngine::progress() const {
-  const int64_t start = profile_start_.load(std::memory_order_relaxed);
-  return {.warmup = start == 0,
-          .sent = sent_count_.load(std::memory_order_relaxed),
-          .completed = completed_.load(std::memory_order_relaxed),
-          .failed = failed_.load(std::memory_order_relaxed),
-          .in_flight = in_flight_count_.load(std::memory_order_relaxed),
-          .elapsed_s = start ? static_cast<double>(loop_.now_ns() - start) / 1e9 : 0.0};
-}
+// What run_watch's watch_engine() drives: the loop, and the scheduler's state and stop.
+struct WatchedReplay {
+  HttpReplayTransport& transport;
+  workload::ReplayScheduler& scheduler;
+  http::ClientLoop& loop() { return transport.loop(); }
+  bool finished() const { return scheduler.finished(); }
+  void stop(std::string reason) { scheduler.stop(std::move(reason)); }
+  ReplayProgress progress() const { return scheduler.progress(); }
+};
 
 Result<void> check_options(const ReplayRunnerOptions& o) {
   if (!o.trace || !o.synth) return fail(ErrorCode::kInvalidArgument, "replay: no trace or no prompt synthesizer");
-  if (o.concurrency < 1) return fail(ErrorCode::kInvalidArgument, "replay: --concurrency must be >= 1");
-  if (!(o.schedule_speedup > 0)) return fail(ErrorCode::kInvalidArgument, "replay: the schedule speed-up must be > 0");
+  if (auto error = workload::schedule_options_error(o.schedule))
+    return fail(ErrorCode::kInvalidArgument, "replay: " + *error);
   return {};
+}
+
+int64_t steady_to_unix_now(const http::ClientLoop& loop) {
+  const auto unix_now = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(unix_now).count() - loop.now_ns();
 }
 
 }  // namespace
 
 Result<ReplayRunnerOutput> run_replay(const ReplayRunnerOptions& options) {
   if (auto ok = check_options(options); !ok) return std::unexpected(ok.error());
-  std::vector<TreePlan> plans;
-  plans.reserve(options.trace->trees.size());
-  for (const auto& tree : options.trace->trees) plans.push_back(workload::plan_tree(tree));
-  ReplayEngine engine(options, std::move(plans));
-  if (auto ok = engine.loop().prepare(); !ok) return std::unexpected(ok.error());
-  std::thread loop_thread([&engine] { engine.loop().run(); });
-  engine.loop().post([&engine] { engine.start(); });
-  watch_engine(engine, options);
-  engine.loop().stop();
+  workload::ReplayScheduleOptions schedule = options.schedule;
+  schedule.run_nonce = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  HttpReplayTransport transport(options);
+  workload::ReplayScheduler scheduler(schedule, *options.trace, transport,
+                                      {.on_record = options.on_record, .on_profile_start = options.on_profile_start});
+  transport.attach(&scheduler);
+  if (auto ok = transport.loop().prepare(); !ok) return std::unexpected(ok.error());
+  const int64_t steady_to_unix = steady_to_unix_now(transport.loop());
+  std::thread loop_thread([&transport] { transport.loop().run(); });
+  transport.loop().post([&scheduler] { scheduler.start(); });
+  WatchedReplay watched{transport, scheduler};
+  watch_engine(watched, options);
+  transport.loop().stop();
   loop_thread.join();
-  ReplayRunnerOutput out = std::move(engine.output());
+  ReplayRunnerOutput out;
+  static_cast<workload::ReplayScheduleOutput&>(out) = scheduler.output();
+  out.steady_to_unix_ns = steady_to_unix;
   out.profile_end_ns = std::chrono::steady_clock::now().time_since_epoch().count();
-  if (options.on_progress) options.on_progress(engine.progress());
+  if (options.on_progress) options.on_progress(scheduler.progress());
   return out;
 }
 

@@ -1,5 +1,6 @@
 // `ixbench sim predict`: predicts the InferenceX fixed-length benchmark for each concurrency by
-// running the engine simulator in virtual time (src/sim/predict.h).
+// running the engine simulator in virtual time (src/sim/predict.h), or with --trace (or an
+// agentic row) the agentic replay `bench replay` would make (cli/predict_trace.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/predict_trace.h"
+#include "cli/replay_flags.h"
 #include "common/clock.h"
 #include "common/file_io.h"
 #include "common/json_io.h"
@@ -76,7 +79,11 @@ struct PredictFlags {
   std::string format = "json";
   std::string result_dir;
   bool explain = false;
-  double prefill_sensitivity = 0;  // 0 = off; else predict again with prefill cost x (1 -/+ this)
+  double prefill_sensitivity = 0;                // 0 = off; else predict again with prefill cost x (1 -/+ this)
+  bench::BenchReplayOptions replay;              // --trace and bench replay's schedule flags
+  std::vector<const CLI::Option*> replay_flags;  // what a fixed-length prediction refuses
+  const CLI::Option* concurrency_flag = nullptr;
+  const CLI::Option* duration_flag = nullptr;
 };
 
 std::string utc_date() {
@@ -188,51 +195,52 @@ std::string largest_terms(const sim::CostBuckets& costs, size_t top) {
   return out.empty() ? "-" : out;
 }
 
-int run_predict(const PredictFlags& flags) {
-  auto config = engine_config_from_flags(flags.engine);
+// What the flags and the row say: the engine, the lengths and concurrencies, the row's kind.
+struct PredictInputs {
   sim::PredictOptions options;
+  std::string scenario_type;
+  double row_duration_s = 0;  // an agentic row's duration
+};
+
+Result<std::string> row_text_of(const PredictFlags& flags) {
+  if (!flags.row.empty() && !flags.row_file.empty())
+    return fail(ErrorCode::kInvalidArgument, "give --row or --row-file, not both");
+  if (flags.row_file.empty()) return flags.row;
+  auto text = files::read_text_file(flags.row_file, files::kMaxConfigFileBytes, "a sweep row JSON file");
+  if (!text) return fail(text.error().with_context("--row-file"));
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos)
+    return fail(ErrorCode::kParse, fmt::format("--row-file '{}' is empty", flags.row_file));
+  return text;
+}
+
+Result<PredictInputs> predict_inputs(const PredictFlags& flags) {
+  PredictInputs in;
+  sim::PredictOptions& options = in.options;
   options.concurrencies.clear();
   // No built-in lengths: they come from --isl/--osl or the row.
   options.isl = 0;
   options.osl = 0;
-  for (const auto& [name, value] :
-       {std::pair{"--isl", flags.isl}, {"--osl", flags.osl}, {"--num-prompts", flags.num_prompts}})
-    if (value && *value < 1)
-      return report_error(Error(ErrorCode::kInvalidArgument, fmt::format("{} must be >= 1, got {}", name, *value)));
-  if (!(flags.prefill_sensitivity >= 0 && flags.prefill_sensitivity < 1))
-    return report_error(Error(ErrorCode::kInvalidArgument,
-                              fmt::format("--prefill-sensitivity must be a fraction in (0, 1), e.g. 0.1 for "
-                                          "+-10 %, or 0 for off; got {}",
-                                          flags.prefill_sensitivity)));
-  if (!flags.row.empty() && !flags.row_file.empty())
-    return report_error(Error(ErrorCode::kInvalidArgument, "give --row or --row-file, not both"));
-  std::string row_text = flags.row;
-  std::string scenario_type;
-  if (!flags.row_file.empty()) {
-    auto text = files::read_text_file(flags.row_file, files::kMaxConfigFileBytes, "a sweep row JSON file");
-    if (!text) return report_error(text.error().with_context("--row-file"));
-    row_text = std::move(*text);
-    if (row_text.find_first_not_of(" \t\r\n") == std::string::npos)
-      return report_error(Error(ErrorCode::kParse, fmt::format("--row-file '{}' is empty", flags.row_file)));
-  }
-  if (!row_text.empty()) {
+  auto row_text = row_text_of(flags);
+  if (!row_text) return fail(row_text.error());
+  if (!row_text->empty()) {
     // The row decides the engine; flags it does not cover (limits, seed) still apply.
     sim::EngineConfig base = flags.engine.config;
     // --spec-decoding applies to a row that does not say (its own spec-decoding wins).
-    if (auto spec = sim::parse_spec_decoding(flags.engine.spec_decoding); spec)
-      base.spec_decoding = *spec;
-    else
-      return report_error(spec.error());
-    auto row = sim::parse_sweep_row_text(row_text, base, flags.row_file.empty() ? "--row" : flags.row_file);
-    if (!row) return report_error(row.error());
+    auto spec = sim::parse_spec_decoding(flags.engine.spec_decoding);
+    if (!spec) return fail(spec.error());
+    base.spec_decoding = *spec;
+    auto row = sim::parse_sweep_row_text(*row_text, base, flags.row_file.empty() ? "--row" : flags.row_file);
+    if (!row) return fail(row.error());
     options.engine = row->engine;
     options.model_id = row->model_id;
     options.isl = row->isl;
     options.osl = row->osl;
     options.concurrencies = row->concurrencies;
-    scenario_type = row->scenario_type;
+    in.scenario_type = row->scenario_type;
+    in.row_duration_s = row->duration_s;
   } else {
-    if (!config) return report_error(config.error());
+    auto config = engine_config_from_flags(flags.engine);
+    if (!config) return fail(config.error());
     options.engine = *config;
     options.model_id = flags.engine.config.model;
   }
@@ -242,18 +250,60 @@ int run_predict(const PredictFlags& flags) {
     std::string joined;
     for (const auto& item : flags.concurrencies) joined += (joined.empty() ? "" : ",") + item;
     auto list = parse_concurrencies(joined);
-    if (!list) return report_error(list.error());
+    if (!list) return fail(list.error());
     options.concurrencies = *list;
   }
-  if (options.isl <= 0 || options.osl <= 0) {
-    if (!scenario_type.empty() && scenario_type != "fixed-seq-len")
-      return report_error(
-          Error(ErrorCode::kInvalidArgument,
-                fmt::format("the row's scenario-type is '{}' (no isl/osl): sim predict predicts fixed-length "
-                            "benchmarks; give --isl and --osl to predict its engine on one",
-                            scenario_type)));
-    return report_error(Error(ErrorCode::kInvalidArgument, "--isl and --osl are required (or a --row that has them)"));
+  return in;
+}
+
+Result<void> check_common_flags(const PredictFlags& flags) {
+  for (const auto& [name, value] :
+       {std::pair{"--isl", flags.isl}, {"--osl", flags.osl}, {"--num-prompts", flags.num_prompts}})
+    if (value && *value < 1)
+      return fail(ErrorCode::kInvalidArgument, fmt::format("{} must be >= 1, got {}", name, *value));
+  if (!(flags.prefill_sensitivity >= 0 && flags.prefill_sensitivity < 1))
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("--prefill-sensitivity must be a fraction in (0, 1), e.g. 0.1 for "
+                            "+-10 %, or 0 for off; got {}",
+                            flags.prefill_sensitivity));
+  return {};
+}
+
+Result<void> write_fixed_results(const PredictFlags& flags, const sim::ResolvedEngine& engine,
+                                 const sim::PredictOptions& options, const std::vector<sim::PredictPoint>& points) {
+  if (flags.result_dir.empty()) return {};
+  std::error_code ec;
+  std::filesystem::create_directories(flags.result_dir, ec);
+  if (ec)
+    return fail(ErrorCode::kIo, fmt::format("cannot create --result-dir '{}': {}", flags.result_dir, ec.message()));
+  for (const auto& point : points) {
+    auto path = std::filesystem::path(flags.result_dir) / result_file_name(engine, options, point.conc);
+    if (auto ok = files::write_file(path, json::to_pretty_string(point.result)); !ok) return fail(ok.error());
   }
+  return {};
+}
+
+void print_fixed_table(const PredictFlags& flags, const std::vector<sim::PredictPoint>& points) {
+  std::cout << table(points);
+  if (flags.prefill_sensitivity > 0) std::cout << sensitivity_table(points, flags.prefill_sensitivity);
+  if (!flags.explain) return;
+  std::cout << "\nwhere the mean TTFT and TPOT go (engine steps while waiting, API, front end, KV transfer):\n";
+  for (const auto& p : points)
+    std::cout << fmt::format("{:>6}  TTFT: {}\n{:>6}  TPOT: {}\n", p.conc, largest_terms(p.ttft_cost, 4), "",
+                             largest_terms(p.tpot_cost, 4));
+}
+
+// The fixed-length benchmark at each concurrency.
+int run_fixed(const PredictFlags& flags, PredictInputs in) {
+  sim::PredictOptions& options = in.options;
+  for (const CLI::Option* option : flags.replay_flags)
+    if (option->count() > 0)
+      return report_error(Error(ErrorCode::kInvalidArgument,
+                                fmt::format("{} applies to agentic replays: give --trace FILE (or an agentic-coding "
+                                            "--row) with it",
+                                            option->get_name())));
+  if (options.isl <= 0 || options.osl <= 0)
+    return report_error(Error(ErrorCode::kInvalidArgument, "--isl and --osl are required (or a --row that has them)"));
   if (options.concurrencies.empty())
     return report_error(Error(ErrorCode::kInvalidArgument, "--conc is required (or a --row that has conc)"));
   options.num_prompts = flags.num_prompts.value_or(0);
@@ -274,27 +324,9 @@ int run_predict(const PredictFlags& flags) {
   if (flags.prefill_sensitivity > 0)
     if (auto ok = add_prefill_sensitivity(*engine, options, flags.prefill_sensitivity, *points); !ok)
       return report_error(ok.error());
-
-  if (!flags.result_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(flags.result_dir, ec);
-    if (ec)
-      return report_error(
-          Error(ErrorCode::kIo, fmt::format("cannot create --result-dir '{}': {}", flags.result_dir, ec.message())));
-    for (const auto& point : *points) {
-      auto path = std::filesystem::path(flags.result_dir) / result_file_name(*engine, options, point.conc);
-      if (auto ok = files::write_file(path, json::to_pretty_string(point.result)); !ok) return report_error(ok.error());
-    }
-  }
+  if (auto ok = write_fixed_results(flags, *engine, options, *points); !ok) return report_error(ok.error());
   if (flags.format == "table") {
-    std::cout << table(*points);
-    if (flags.prefill_sensitivity > 0) std::cout << sensitivity_table(*points, flags.prefill_sensitivity);
-    if (flags.explain) {
-      std::cout << "\nwhere the mean TTFT and TPOT go (engine steps while waiting, API, front end, KV transfer):\n";
-      for (const auto& p : *points)
-        std::cout << fmt::format("{:>6}  TTFT: {}\n{:>6}  TPOT: {}\n", p.conc, largest_terms(p.ttft_cost, 4), "",
-                                 largest_terms(p.tpot_cost, 4));
-    }
+    print_fixed_table(flags, *points);
     return kExitOk;
   }
   boost::json::object out;
@@ -309,10 +341,63 @@ int run_predict(const PredictFlags& flags) {
   return kExitOk;
 }
 
+bool is_agentic(const PredictInputs& in) {
+  return !in.scenario_type.empty() && in.scenario_type != "fixed-seq-len";
+}
+
+// Flags of the fixed-length benchmark that a trace replay has no use for.
+Result<void> check_trace_flags(const PredictFlags& flags) {
+  const std::pair<const char*, bool> unused[] = {{"--isl", bool(flags.isl)},
+                                                 {"--osl", bool(flags.osl)},
+                                                 {"--num-prompts", bool(flags.num_prompts)},
+                                                 {"--explain", flags.explain},
+                                                 {"--prefill-sensitivity", flags.prefill_sensitivity > 0},
+                                                 {"--result-dir", !flags.result_dir.empty()}};
+  for (const auto& [name, given] : unused)
+    if (given)
+      return fail(ErrorCode::kInvalidArgument,
+                  fmt::format("{} applies to fixed-length predictions; a trace replay takes its lengths from the "
+                              "trace and writes into --artifact-dir",
+                              name));
+  return bench::check_schedule_flags(flags.replay);
+}
+
+// An agentic replay: --trace (required), lanes from --concurrency, else --conc, else the row's.
+int run_trace(const PredictFlags& flags, const PredictInputs& in) {
+  if (flags.replay.trace.empty() && flags.replay.public_dataset.empty())
+    return report_error(Error(ErrorCode::kInvalidArgument,
+                              fmt::format("the row's scenario-type is '{}': give --trace FILE|DIR, the trace its "
+                                          "benchmark replays (nothing is downloaded)",
+                                          in.scenario_type)));
+  if (auto ok = check_trace_flags(flags); !ok) return report_error(ok.error());
+  auto engine = sim::resolve_engine(in.options.engine);
+  if (!engine) return report_error(engine.error());
+  TracePredictRun run{.engine = std::move(*engine), .replay = flags.replay, .table = flags.format == "table"};
+  if (flags.concurrency_flag->count() > 0 || in.options.concurrencies.empty()) {
+    run.concurrencies = {flags.replay.concurrency};
+  } else {
+    run.concurrencies.assign(in.options.concurrencies.begin(), in.options.concurrencies.end());
+  }
+  if (flags.duration_flag->count() == 0 && in.row_duration_s > 0) run.replay.benchmark_duration_s = in.row_duration_s;
+  auto status = run_trace_prediction(run);
+  return status ? *status : report_error(status.error());
+}
+
+int run_predict(const PredictFlags& flags) {
+  if (auto ok = check_common_flags(flags); !ok) return report_error(ok.error());
+  auto inputs = predict_inputs(flags);
+  if (!inputs) return report_error(inputs.error());
+  if (!flags.replay.trace.empty() || !flags.replay.public_dataset.empty() || is_agentic(*inputs))
+    return run_trace(flags, *inputs);
+  return run_fixed(flags, std::move(*inputs));
+}
+
 void setup(CLI::App& root, CommandRegistry& registry) {
   auto* group = find_or_add_group(root, "sim", "engine simulator");
   auto* cmd = group->add_subcommand(
-      "predict", "predict a fixed-length benchmark sweep in virtual time (SPEC §4 result JSON per concurrency)");
+      "predict",
+      "predict a fixed-length benchmark sweep (SPEC §4 result per concurrency) or, with --trace, an agentic replay "
+      "(SPEC §6) in virtual time");
   auto flags = std::make_shared<PredictFlags>();
   add_engine_flags(*cmd, flags->engine);
   cmd->add_option("--isl", flags->isl, "input sequence length (max of the uniform range)");
@@ -338,6 +423,13 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
   cmd->add_option("--result-dir", flags->result_dir, "also write one raw result JSON per concurrency here");
+  const size_t before = cmd->get_options().size();
+  add_replay_trace_flags(cmd, flags->replay, ReplayFlagSet::kBesideEngineFlags);
+  add_replay_schedule_flags(cmd, flags->replay, ReplayFlagSet::kBesideEngineFlags);
+  const auto options = cmd->get_options();
+  flags->replay_flags.assign(options.begin() + std::ptrdiff_t(before), options.end());
+  flags->concurrency_flag = cmd->get_option("--concurrency");
+  flags->duration_flag = cmd->get_option("--benchmark-duration");
   registry.on_run(cmd, [flags] { return run_predict(*flags); });
 }
 

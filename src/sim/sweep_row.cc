@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <climits>
+#include <cmath>
 #include <optional>
 
 #include "common/json_io.h"
@@ -218,6 +219,37 @@ RecipeNameHints recipe_name_hints(std::string_view config_file) {
   return hints;
 }
 
+namespace {
+
+// An agentic row's replay settings: its duration, and with `kv-offloading: dram` the DRAM budget
+// (total-cpu-dram-gb, already scaled by dram-utilization and the row's GPUs) as the engine's KV
+// offloading tier, as InferenceX's agentic launchers hand it to vLLM (bytes over the engine's GPUs).
+Result<void> read_agentic_fields(const boost::json::object& row, RowWorkload& workload) {
+  if (const auto* duration = row.if_contains("duration"); duration && !duration->is_null()) {
+    auto value = json::get_number(row, "duration");
+    if (!value || !(*value > 0))
+      return fail(ErrorCode::kInvalidArgument, "row: 'duration' must be a number of seconds > 0");
+    workload.duration_s = *value;
+  }
+  const auto* offloading = row.if_contains("kv-offloading");
+  if (!offloading || offloading->is_null()) return {};
+  if (!offloading->is_string()) return fail(ErrorCode::kParse, "row: 'kv-offloading' must be a string (none | dram)");
+  const std::string_view mode = offloading->as_string();
+  if (mode == "none") return {};
+  if (mode != "dram")
+    return fail(ErrorCode::kInvalidArgument,
+                fmt::format("row: 'kv-offloading' is '{}': the simulator models none and dram", mode));
+  auto budget_gb = json::get_number(row, "total-cpu-dram-gb");
+  if (!budget_gb || !(*budget_gb > 0))
+    return fail(ErrorCode::kInvalidArgument,
+                "row: 'kv-offloading: dram' needs 'total-cpu-dram-gb' > 0 (the DRAM budget the planner computes)");
+  // GiB to two decimals, as `ixbench run` renders the launch flag (run/render.cc).
+  workload.engine.kv_offloading_size_gib = std::round(*budget_gb * 1e9 / double(1ULL << 30) * 100) / 100;
+  return {};
+}
+
+}  // namespace
+
 Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base) {
   RowWorkload workload;
   EngineConfig& config = workload.engine;
@@ -419,6 +451,7 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
     config.dp_attn = *dp_attn;
     config.disagg = false;
   }
+  if (auto ok = read_agentic_fields(row, workload); !ok) return fail(ok.error());
   if (auto ok = validate(config); !ok) return fail(ok.error().with_context("row"));
   return workload;
 }

@@ -14,7 +14,8 @@
 // max-running-requests (per server; divided over dp-size ranks with enable-dp-attention) gives that
 // side's running requests per rank when nothing above names a limit. A row without "recipe" whose
 // CONFIG_FILE is in the recipe catalog (data/catalog/recipes.json, or DIR/recipes.json with
-// --catalog-dir DIR) takes the catalog entry's flags the same way.
+// --catalog-dir DIR) takes the catalog entry's flags the same way. Agentic rows: `duration`, and
+// `kv-offloading: dram` with `total-cpu-dram-gb` as the KV offloading tier (kv_offloading_size_gib).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -35,6 +36,7 @@ struct RowWorkload {
   int32_t osl = 0;
   std::vector<int32_t> concurrencies;
   std::string scenario_type;  // the row's "scenario-type" (agentic-coding rows have no isl/osl); "" if none
+  double duration_s = 0;      // an agentic row's "duration" (seconds of replay); 0 if none
 };
 
 // What a recipe's file name says (0 = not named): `batchN` and `mtpN` tokens of the base name,

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "workload/trace.h"
@@ -112,5 +113,19 @@ class StreamHistory {
 
 // Length of the longest common prefix of two hash-id lists.
 size_t common_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// "[rid:<12 hex>]\n\n": the marker that keeps one tree play's prefixes apart from another's.
+std::string cache_bust_marker(uint64_t seed, uint64_t run_nonce, int64_t session_num, int64_t lane);
+
+// Blocks already seen (in one tree play, or across a Mooncake file): the theoretical prefix hit
+// of a request is its leading hash ids already seen. One thread.
+class PrefixSeen {
+ public:
+  // Counts the leading ids of `hash_ids` already seen, then marks them all seen.
+  int64_t hit_and_add(const std::vector<int64_t>& hash_ids);
+
+ private:
+  std::unordered_set<int64_t> seen_;
+};
 
 }  // namespace ix::workload

@@ -408,6 +408,60 @@ std::map<std::string, CommandCase> command_cases() {
       {"--prefill-sensitivity", {"--prefill-sensitivity", "0.1"}},
       {"--result-dir", {"--result-dir", "{tmp}"}},
   });
+  // The agentic replay in virtual time: --trace and bench replay's schedule flags, without the
+  // fixed-length benchmark's lengths.
+  const auto traced = [](std::vector<std::string> args, bool with_duration = true) {
+    Sample sample{"--trace",
+                  "{source}/tests/data/traces/fanout_session.json",
+                  "--warmup-requests-per-lane",
+                  "1",
+                  "--artifact-dir",
+                  "{tmp}"};
+    if (with_duration) sample.args.insert(sample.args.end(), {"--benchmark-duration", "2"});
+    sample.args.insert(sample.args.end(), args.begin(), args.end());
+    return dropping(std::move(sample), {"--isl", "--osl", "--num-prompts"});
+  };
+  cases["sim predict"].samples.insert({
+      {"--trace", traced({})},
+      {"--input-file", dropping({"--input-file", "{source}/tests/data/traces/fanout_session.json",
+                                 "--benchmark-duration", "2", "--artifact-dir", "{tmp}"},
+                                {"--isl", "--osl", "--num-prompts"})},
+      {"--trace-format", traced({"--trace-format", "session"})},
+      {"--custom-dataset-type", traced({"--custom-dataset-type", "weka_trace"})},
+      {"--prompt-input-tokens-block-size", traced({"--prompt-input-tokens-block-size", "32"})},
+      {"--num-dataset-entries", traced({"--num-dataset-entries", "1"})},
+      {"--public-dataset", traced({"--public-dataset", "semianalysis_cc_traces_weka_062126"})},
+      {"--scenario", traced({"--scenario", "cli-test"})},
+      {"--artifact-dir", traced({})},
+      {"--output-artifact-dir", dropping({"--trace", "{source}/tests/data/traces/fanout_session.json",
+                                          "--benchmark-duration", "2", "--output-artifact-dir", "{tmp}"},
+                                         {"--isl", "--osl", "--num-prompts"})},
+      {"--concurrency", traced({"--concurrency", "3"})},
+      {"--benchmark-duration", traced({"--benchmark-duration", "1"}, false)},
+      {"--duration", traced({"--duration", "1"}, false)},
+      {"--benchmark-grace-period", traced({"--benchmark-grace-period", "5"})},
+      {"--random-seed", traced({"--random-seed", "7"})},
+      {"--failed-request-threshold", traced({"--failed-request-threshold", "0.5"})},
+      {"--trajectory-start-min-ratio", traced({"--trajectory-start-min-ratio", "0.1"})},
+      {"--trajectory-start-max-ratio", traced({"--trajectory-start-max-ratio", "0.9"})},
+      {"--warmup-requests-per-lane",
+       dropping({"--trace", "{source}/tests/data/traces/fanout_session.json", "--benchmark-duration", "2",
+                 "--artifact-dir", "{tmp}", "--warmup-requests-per-lane", "2"},
+                {"--isl", "--osl", "--num-prompts"})},
+      {"--warmup-grace-period", traced({"--warmup-grace-period", "60"})},
+      {"--agentic-warmup-grace-period", traced({"--agentic-warmup-grace-period", "60"})},
+      {"--trace-idle-gap-cap-seconds", traced({"--trace-idle-gap-cap-seconds", "1"})},
+      {"--system-idle-gap-cap-seconds", traced({"--system-idle-gap-cap-seconds", "1"})},
+      {"--max-context-length", traced({"--max-context-length", "300"})},
+      {"--use-server-token-count", traced({"--use-server-token-count"})},
+      {"--live-assistant-responses",
+       fails_because(traced({"--live-assistant-responses"}),
+                     "virtual time generates no text to send back as the assistant's turns")},
+      {"--no-cache-bust", traced({"--no-cache-bust"})},
+      {"--fixed-schedule", traced({"--fixed-schedule"})},
+      {"--fixed-schedule-speedup", traced({"--fixed-schedule", "--fixed-schedule-speedup", "100"})},
+      {"--single-pass", traced({"--single-pass"})},
+  });
   cases["sim serve"] = {
       .base = {"--tp", "8", "--tokenizer", "none", "--threads", "1", "--port", "0"}, .server = true, .samples = engine};
   cases["sim serve"].samples.insert({
