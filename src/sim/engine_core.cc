@@ -36,7 +36,7 @@ struct alignas(64) Request {
   bool step_spec = false;
   bool cancelled = false;
   bool in_step = false;
-  std::vector<int32_t> blocks;
+  BlockTable blocks;  // its blocks in its rank's pool (num_blocks, read every step, in this line)
 
   int32_t stored = 0;  // leading prompt blocks offered to the CPU offload tier
   int32_t max_tokens = 0;
@@ -301,7 +301,7 @@ struct EngineCore::Impl {
   }
 
   void preempt(Rank& rank, Request* victim) {
-    rank.pool.release(victim->blocks);
+    rank.pool.release(victim->blocks, victim->hashes, true);
     victim->computed = 0;
     victim->registered = 0;
     victim->phase = Phase::kWaiting;
@@ -565,7 +565,7 @@ struct EngineCore::Impl {
   }
 
   void finish(Rank& rank, Instance& inst, Request* r) {
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
     r->phase = Phase::kDone;
     add_buckets(r->cost.after_first_token, inst.cumulative, r->mark);
     counters.request_success_total += 1;
@@ -602,7 +602,7 @@ struct EngineCore::Impl {
     if (inst.stage == Stage::kPrefill) {
       // The prefill engine samples the first token, then ships the KV to a decode engine.
       first_token_reached(r, inst);
-      rank.pool.release(r->blocks);
+      rank.pool.release(r->blocks, r->hashes, false);
       const double transfer_s = inst.cost->kv_transfer_seconds(r->prompt, false);
       r->cost.to_first_token[kOther] += transfer_s;
       r->phase = Phase::kTransfer;
@@ -847,6 +847,7 @@ Result<uint64_t> EngineCore::submit(CoreRequest request) {
   r->target = std::clamp(request.output_tokens > 0 ? request.output_tokens : request.max_tokens, 1, request.max_tokens);
   r->hashes = std::move(request.block_hashes);
   r->prompt_blocks = std::min<int32_t>(r->prompt / config.block_size, int32_t(r->hashes.size()));
+  r->blocks.shareable = std::clamp(request.shared_blocks, 0, int32_t(r->hashes.size()));
   r->session = request.session_id;
   const int64_t sent_ns = std::max(request.arrival_ns, s.now_ns);
   const double frontend_s = s.engine.efficiency.frontend_delay_s2 * s.decayed_token_rate(sent_ns);
@@ -872,11 +873,11 @@ void EngineCore::cancel(uint64_t request_id) {
     auto& rank = s.instances[r->instance].ranks[r->rank];
     std::erase(rank.waiting, r);
     std::erase(rank.running, r);
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
   }
   if (r->phase == Phase::kLoading) {
     auto& rank = s.instances[r->instance].ranks[r->rank];
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
     --rank.loading;
   }
   const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer || r->phase == Phase::kLoading;

@@ -211,6 +211,7 @@ class Dataset {
     request.block_hashes.reserve(full_blocks);
     for (int32_t b = 0; b < full_blocks; ++b)
       request.block_hashes.push_back(b < shared_blocks_ ? shared_prefix_[b] : prompt_rng_.next());
+    request.shared_blocks = shared_blocks_;  // the rest are random draws no other prompt has
     request.arrival_ns = send_ns;
     return request;
   }
