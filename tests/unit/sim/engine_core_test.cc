@@ -22,7 +22,11 @@ TEST(EngineCore, GeneratesExactlyTheRequestedTokensInIncreasingTime) {
   core->run_until(kNever, log.sink());
   const auto& events = log.by_request.at(*id);
   ASSERT_EQ(events.size(), 40u);
-  for (size_t i = 1; i < events.size(); ++i) EXPECT_GT(events[i].time_ns, events[i - 1].time_ns);
+  EXPECT_EQ(events.front().previous_ns, 0);
+  for (size_t i = 1; i < events.size(); ++i) {
+    EXPECT_GT(events[i].time_ns, events[i - 1].time_ns);
+    EXPECT_EQ(events[i].previous_ns, events[i - 1].time_ns);
+  }
   EXPECT_EQ(events.back().total_output_tokens, 40);
   EXPECT_EQ(events.back().finish, FinishReason::kLength);
   EXPECT_EQ(events.front().prompt_tokens, 500);
@@ -178,6 +182,9 @@ TEST(EngineCore, DisaggregatedPrefillShipsKvBeforeDecode) {
   auto id = core->submit(request_with_tokens(tokens_from(0, 3000), 10));
   core->run_until(kNever, log.sink());
   EXPECT_EQ(log.total_tokens(*id), 10);
+  // The decode side's events follow the prefill side's first token.
+  const auto& events = log.by_request.at(*id);
+  for (size_t i = 1; i < events.size(); ++i) EXPECT_EQ(events[i].previous_ns, events[i - 1].time_ns);
   // Same request on one aggregated engine: the first token comes earlier (no transfer).
   config.disagg = false;
   auto aggregated = make_core(config);
