@@ -322,11 +322,7 @@ void BlockPool::register_blocks(BlockTable& table, std::span<const uint64_t> has
   }
 }
 
-HostBlockPool::HostBlockPool(int32_t num_blocks)
-    : num_blocks_(std::max(0, num_blocks)), hash_(num_blocks_, 0), lru_(num_blocks_) {
-  free_slots_.reserve(num_blocks_);
-  for (int32_t slot = num_blocks_ - 1; slot >= 0; --slot) free_slots_.push_back(slot);
-}
+HostBlockPool::HostBlockPool(int32_t num_blocks) : num_blocks_(std::max(0, num_blocks)) {}
 
 int32_t HostBlockPool::count_cached(std::span<const uint64_t> hashes) const {
   int32_t count = 0;
@@ -353,6 +349,11 @@ int32_t HostBlockPool::store(std::span<const uint64_t> hashes) {
   int32_t stored = 0;
   for (uint64_t h : hashes) {
     if (index_.find(h) != BlockHashIndex::kAbsent) continue;
+    if (free_slots_.empty() && int32_t(hash_.size()) < num_blocks_) {
+      free_slots_.push_back(int32_t(hash_.size()));
+      hash_.push_back(0);
+      lru_.grow(int32_t(hash_.size()));
+    }
     if (free_slots_.empty()) {
       const int32_t victim = lru_.head();
       lru_.unlink(victim);

@@ -166,6 +166,8 @@ class BlockPool {
 // extend it; a store that needs room evicts from the least recently used end, and a store larger
 // than the whole tier is skipped.
 //
+// Slots are taken as stores need them (the tier's memory follows what it holds, not its size).
+//
 // Thread-safety: none (owned by one scheduler rank).
 class HostBlockPool {
  public:
@@ -186,9 +188,9 @@ class HostBlockPool {
 
  private:
   int32_t num_blocks_;
-  std::vector<uint64_t> hash_;
-  IndexList lru_;  // stored slots, least recently used first
-  std::vector<int32_t> free_slots_;
+  std::vector<uint64_t> hash_;       // per slot taken so far
+  IndexList lru_;                    // stored slots, least recently used first
+  std::vector<int32_t> free_slots_;  // taken slots freed by an eviction
   BlockHashIndex index_;
   int64_t evictions_ = 0;
 };
