@@ -69,8 +69,9 @@ class IndexList {
 // explicit: an id with a reference count and, once registered, a hash in the prefix-cache index.
 // The others are private (prompt blocks no other prompt has, the partial last prompt block,
 // generated tokens): of those only their number is kept, and which of them hold a registered
-// prompt block. Positions [0, ids.size()) are explicit, [ids.size(), num_blocks) private; a
-// position is explicit when it is below `shareable` or its block came from the prefix cache.
+// prompt block. Positions [0, ids.size()) are explicit, [ids.size(), num_blocks) private; in a
+// pool with prefix caching a position is explicit when it is below `shareable` or its block came
+// from the prefix cache.
 struct BlockTable {
   int32_t num_blocks = 0;
   // Leading prompt blocks other prompts may have too (set once per request; the prompt blocks
