@@ -205,19 +205,40 @@ Summary SampleRecorder::summarize(std::span<const double> percentiles, double sc
 
 // Moves the finished run into recent_, merging recent_ into distinct_ once it has grown as large
 // (amortised O(log d) per run for d distinct values, memory at most about twice d).
-void CountedSamples::start_run(double value, int64_t count) {
-  if (run_count_ > 0) recent_.emplace_back(run_value_, run_count_);
-  run_value_ = value;
-  run_count_ = count;
+void CountedSamples::add_other(double value, int64_t count) {
+  for (size_t slot = 0; slot < kOpen; ++slot) {
+    if (open_[slot].second > 0 && open_[slot].first == value) {
+      open_[slot].second += count;
+      last_ = slot;
+      return;
+    }
+  }
+  auto& slot = open_[next_slot_];
+  if (slot.second > 0) recent_.push_back(slot);
+  slot = {value, count};
+  last_ = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kOpen;
   constexpr size_t kMinMerge = 4096;
-  if (recent_.size() < std::max(kMinMerge, distinct_.size())) return;
+  if (recent_.size() >= std::max(kMinMerge, distinct_.size())) merge_recent();
+}
+
+// distinct_ stays sorted: recent_ is sorted on its own, then the two sorted ranges are merged.
+void CountedSamples::merge_recent() {
+  sort_and_merge(recent_);
+  const auto by_value = [](const auto& a, const auto& b) { return a.first < b.first; };
+  const auto middle = static_cast<std::ptrdiff_t>(distinct_.size());
   distinct_.insert(distinct_.end(), recent_.begin(), recent_.end());
   recent_.clear();
-  sort_and_merge(distinct_);
+  std::inplace_merge(distinct_.begin(), distinct_.begin() + middle, distinct_.end(), by_value);
+  merge_equal(distinct_);
 }
 
 void CountedSamples::sort_and_merge(Counts& counts) {
   std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  merge_equal(counts);
+}
+
+void CountedSamples::merge_equal(Counts& counts) {
   size_t out = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     if (out > 0 && counts[out - 1].first == counts[i].first) {
@@ -238,7 +259,8 @@ Summary CountedSamples::summarize(std::span<const double> percentiles, double sc
   }
   Counts counts = distinct_;
   counts.insert(counts.end(), recent_.begin(), recent_.end());
-  if (run_count_ > 0) counts.emplace_back(run_value_, run_count_);
+  for (const auto& slot : open_)
+    if (slot.second > 0) counts.push_back(slot);
   sort_and_merge(counts);
   const auto n = static_cast<double>(count_);
   // np.mean: the sum divided by n; np.std: the mean of the squared deviations, each as numpy

@@ -15,6 +15,7 @@
 // per worker thread, no internal locking; merge them once at the end (Nighthawk style).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -111,29 +112,36 @@ class SampleRecorder {
 // summarize() gives them (the same order statistics, the same interpolation); mean and std as
 // numpy defines them (std over the same squared deviations from the mean), each sum rounded
 // once (double-double, about 106 bits) where numpy sums the list pairwise in its order, so the
-// two may differ in the last bit. Finite values only. Memory: O(distinct values); a value equal
-// to the one added before costs a comparison.
+// two may differ in the last bit. The order of the adds does not matter. Finite values only.
+// Memory: O(distinct values); a value equal to one of the last kOpen distinct values added costs
+// a few comparisons (a batch's gap split over 1..k tokens by speculative decoding cycles through
+// k values).
 class CountedSamples {
  public:
   void add(double value, int64_t count = 1) {
     count_ += count;
-    if (run_count_ > 0 && value == run_value_) {
-      run_count_ += count;
+    if (open_[last_].second > 0 && value == open_[last_].first) {
+      open_[last_].second += count;
       return;
     }
-    start_run(value, count);
+    add_other(value, count);
   }
   int64_t count() const { return count_; }
   Summary summarize(std::span<const double> percentiles, double scale = 1.0) const;
 
  private:
   using Counts = std::vector<std::pair<double, int64_t>>;  // (value, count)
-  void start_run(double value, int64_t count);
+  static constexpr size_t kOpen = 8;
+  void add_other(double value, int64_t count);
+  void merge_recent();
   static void sort_and_merge(Counts& counts);  // ascending, each value once
+  static void merge_equal(Counts& counts);     // sorted -> each value once
   Counts distinct_;                            // sorted and merged
   Counts recent_;                              // added since distinct_ was last merged
-  double run_value_ = 0.0;
-  int64_t run_count_ = 0;  // the latest value and how often it came in a row (not in recent_ yet)
+  // The latest distinct values and their counts so far (count 0: unused), not in recent_ yet.
+  std::array<std::pair<double, int64_t>, kOpen> open_{};
+  size_t last_ = 0;       // the slot of the latest value
+  size_t next_slot_ = 0;  // the slot the next new value takes (round robin)
   int64_t count_ = 0;
 };
 

@@ -157,6 +157,8 @@ void FixedScheduleEngine::run() {
     event.total_output_tokens = request.emitted;
     event.prompt_tokens = request.prompt_tokens;
     event.scheduled_ns = request.submit_ns;  // its schedule starts when it is submitted
+    event.previous_ns = request.last_event_ns;
+    request.last_event_ns = due.due_ns;
     bool last = request.emitted >= request.max_tokens;
     event.finish = last ? sim::FinishReason::kLength : sim::FinishReason::kNone;
     ++counters_.generation_tokens_total;
@@ -190,6 +192,7 @@ Result<uint64_t> NoDelayEngine::submit(sim::GenerationRequest request, Sink sink
   event.prompt_tokens = prompt_tokens;
   for (int32_t index = 1; index <= request.max_tokens; ++index) {
     event.total_output_tokens = index;
+    event.previous_ns = index == 1 ? 0 : event.time_ns;
     event.finish = index == request.max_tokens ? sim::FinishReason::kLength : sim::FinishReason::kNone;
     sink(event);
   }

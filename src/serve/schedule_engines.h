@@ -94,6 +94,7 @@ class FixedScheduleEngine final : public sim::LiveEngine {
     int32_t max_tokens = 0;
     int32_t emitted = 0;
     int32_t prompt_tokens = 0;
+    int64_t last_event_ns = 0;  // 0 before its first token
   };
   struct Due {
     int64_t due_ns;

@@ -345,6 +345,7 @@ class CompletionSource final : public http::BodySource {
     const int32_t before = produced_;
     while (produced_ < due_count) {
       event.time_ns = schedule_.first_due_ns + produced_ * schedule_.itl_ns;
+      event.previous_ns = produced_ == 0 ? 0 : event.time_ns - schedule_.itl_ns;
       ++produced_;
       event.total_output_tokens = produced_;
       event.finish = produced_ == schedule_.max_tokens ? sim::FinishReason::kLength : sim::FinishReason::kNone;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <deque>
 #include <queue>
 #include <unordered_map>
@@ -21,10 +22,12 @@ namespace {
 enum class Phase : uint8_t { kPending, kInbox, kWaiting, kLoading, kRunning, kTransfer, kDone };
 enum class Stage { kUnified, kPrefill, kDecode };
 
-// The fields every step reads and writes fill the first cache line: a decode step touches every
-// running request twice, and at a few thousand requests per rank those reads were most of its time.
+// The fields every step reads and writes fill the first cache line (the token events' fields
+// and the block count included): a decode step touches every running request twice, and at a few
+// thousand requests per rank those reads were most of its time.
 struct alignas(64) Request {
   uint64_t id = 0;
+  int64_t last_event_ns = 0;  // its latest token event; 0 before the first
   int32_t prompt = 0;
   int32_t target = 0;
   int32_t computed = 0;
@@ -32,20 +35,20 @@ struct alignas(64) Request {
   int32_t registered = 0;
   int32_t prompt_blocks = 0;  // full prompt blocks with a hash: min(prompt / block_size, hashes)
   int32_t step_tokens = 0;
+  int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
   Phase phase = Phase::kPending;
   bool step_spec = false;
   bool cancelled = false;
   bool in_step = false;
-  std::vector<int32_t> blocks;
-
   int32_t stored = 0;  // leading prompt blocks offered to the CPU offload tier
+  BlockTable blocks;   // its blocks in its rank's pool (num_blocks ends the first line)
+
+  int64_t first_scheduled_ns = -1;  // -1 until a rank first admits it
   int32_t max_tokens = 0;
-  int32_t cached = -1;  // prefix-cache hit tokens at first admission; -1 before
   std::vector<uint64_t> hashes;
   std::optional<uint64_t> session;
   int64_t arrival_ns = 0;
-  int64_t first_scheduled_ns = -1;  // -1 until a rank first admits it
-  bool kv_preloaded = false;        // decode side of a disaggregated deployment
+  bool kv_preloaded = false;  // decode side of a disaggregated deployment
   // Disaggregated: the KV arrived while every slot of its decode rank was taken; the first token
   // reaches the client when the rank admits the request.
   bool first_token_held = false;
@@ -55,6 +58,7 @@ struct alignas(64) Request {
   CostBuckets mark{};
   RequestCost cost;
 };
+static_assert(offsetof(Request, blocks) + offsetof(BlockTable, num_blocks) + sizeof(int32_t) <= 64);
 
 // Requests live in slabs and are reused as they finish (the most recently finished first): a
 // decode step reads every running request, and heap objects scattered among their block tables
@@ -291,7 +295,16 @@ struct EngineCore::Impl {
     return std::max(0, std::min(engine.num_spec_tokens, r->target - r->output - 1));
   }
 
-  void schedule_one(Rank& rank, Request* r, int32_t tokens, bool decode, bool spec) {
+  // Tokens `r` computes this step: 1 + drafts when decoding, else the next prefill chunk.
+  int32_t step_tokens_of(const Request* r, int64_t budget, int64_t threshold) const {
+    const int32_t need = r->prompt + r->output - r->computed;
+    if (need == 1 && r->output > 0) return int32_t(std::min<int64_t>(1 + draft_count(r), budget));
+    return int32_t(std::min<int64_t>({need, threshold, budget}));
+  }
+
+  static void schedule_one(Rank& rank, Request* r, int32_t tokens) {
+    const bool decode = r->prompt + r->output - r->computed == 1 && r->output > 0;
+    const bool spec = decode && tokens > 1;
     r->step_tokens = tokens;
     r->step_spec = spec;
     r->in_step = true;
@@ -301,7 +314,7 @@ struct EngineCore::Impl {
   }
 
   void preempt(Rank& rank, Request* victim) {
-    rank.pool.release(victim->blocks);
+    rank.pool.release(victim->blocks, victim->hashes, true);
     victim->computed = 0;
     victim->registered = 0;
     victim->phase = Phase::kWaiting;
@@ -378,19 +391,17 @@ struct EngineCore::Impl {
     int64_t budget = inst.budget;
     const int64_t threshold =
         config().long_prefill_token_threshold > 0 ? config().long_prefill_token_threshold : budget;
-    bool preempted = false;
+    const bool preempted = schedule_running(rank, budget, threshold);
+    if (!preempted && admit) admit_waiting(inst, rank, budget, threshold);
+  }
 
+  // The running requests, oldest first, while budget remains; a request whose blocks do not fit
+  // preempts the newest. Returns whether anything was preempted.
+  bool schedule_running(Rank& rank, int64_t& budget, int64_t threshold) {
+    bool preempted = false;
     for (size_t i = 0; i < rank.running.size() && budget > 0;) {
       Request* r = rank.running[i];
-      const int32_t total = r->prompt + r->output;
-      const int32_t need = total - r->computed;
-      const bool decode = need == 1 && r->output > 0;
-      int32_t tokens = 0;
-      if (decode) {
-        tokens = int32_t(std::min<int64_t>(1 + draft_count(r), budget));
-      } else {
-        tokens = int32_t(std::min<int64_t>({need, threshold, budget}));
-      }
+      const int32_t tokens = step_tokens_of(r, budget, threshold);
       bool scheduled_self = true;
       while (!rank.pool.allocate(r->blocks, r->computed + tokens, {}, 0)) {
         Request* victim = rank.running.back();
@@ -403,12 +414,15 @@ struct EngineCore::Impl {
         }
       }
       if (!scheduled_self) break;
-      schedule_one(rank, r, tokens, decode, decode && tokens > 1);
+      schedule_one(rank, r, tokens);
       budget -= tokens;
       ++i;
     }
+    return preempted;
+  }
 
-    if (preempted || !admit) return;
+  // Waiting requests join while running < max_num_seqs and budget remains.
+  void admit_waiting(Instance& inst, Rank& rank, int64_t& budget, int64_t threshold) {
     const int32_t block_size = rank.pool.block_size();
     while (!rank.waiting.empty() && int64_t(rank.running.size()) < inst.max_seqs && budget > 0) {
       Request* r = rank.waiting.front();
@@ -417,11 +431,7 @@ struct EngineCore::Impl {
       const PrefixLookup lookup = lookup_prefix(inst, rank, r, hit_blocks);
       if (lookup == PrefixLookup::kLoading) continue;
       if (lookup == PrefixLookup::kNoRoom) break;
-      const int32_t total = r->prompt + r->output;
-      const int32_t need = total - r->computed;
-      const bool decode = need == 1 && r->output > 0;
-      const int32_t tokens = decode ? int32_t(std::min<int64_t>(1 + draft_count(r), budget))
-                                    : int32_t(std::min<int64_t>({need, threshold, budget}));
+      const int32_t tokens = step_tokens_of(r, budget, threshold);
       if (r->kv_preloaded && inst.reserved_decode_tokens > 0 &&
           rank.pool.num_free() - blocks_for(r->computed + tokens, block_size) <
               reserve_blocks(inst, rank.running.size() + 1, block_size))
@@ -443,7 +453,7 @@ struct EngineCore::Impl {
         r->mark = inst.cumulative;
         released_first_tokens.push_back(r);
       }
-      schedule_one(rank, r, tokens, decode, decode && tokens > 1);
+      schedule_one(rank, r, tokens);
       budget -= tokens;
     }
   }
@@ -560,12 +570,14 @@ struct EngineCore::Impl {
     event.prompt_tokens = r->prompt;
     event.cached_prompt_tokens = std::max(0, r->cached);
     event.scheduled_ns = r->first_scheduled_ns;
+    event.previous_ns = r->last_event_ns;
+    r->last_event_ns = now_ns;
     if (r->output >= r->target) event.finish = r->target < r->max_tokens ? FinishReason::kStop : FinishReason::kLength;
     if (sink) sink(event);
   }
 
   void finish(Rank& rank, Instance& inst, Request* r) {
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
     r->phase = Phase::kDone;
     add_buckets(r->cost.after_first_token, inst.cumulative, r->mark);
     counters.request_success_total += 1;
@@ -602,7 +614,7 @@ struct EngineCore::Impl {
     if (inst.stage == Stage::kPrefill) {
       // The prefill engine samples the first token, then ships the KV to a decode engine.
       first_token_reached(r, inst);
-      rank.pool.release(r->blocks);
+      rank.pool.release(r->blocks, r->hashes, false);
       const double transfer_s = inst.cost->kv_transfer_seconds(r->prompt, false);
       r->cost.to_first_token[kOther] += transfer_s;
       r->phase = Phase::kTransfer;
@@ -847,6 +859,7 @@ Result<uint64_t> EngineCore::submit(CoreRequest request) {
   r->target = std::clamp(request.output_tokens > 0 ? request.output_tokens : request.max_tokens, 1, request.max_tokens);
   r->hashes = std::move(request.block_hashes);
   r->prompt_blocks = std::min<int32_t>(r->prompt / config.block_size, int32_t(r->hashes.size()));
+  r->blocks.shareable = std::clamp(request.shared_blocks, 0, int32_t(r->hashes.size()));
   r->session = request.session_id;
   const int64_t sent_ns = std::max(request.arrival_ns, s.now_ns);
   const double frontend_s = s.engine.efficiency.frontend_delay_s2 * s.decayed_token_rate(sent_ns);
@@ -872,11 +885,11 @@ void EngineCore::cancel(uint64_t request_id) {
     auto& rank = s.instances[r->instance].ranks[r->rank];
     std::erase(rank.waiting, r);
     std::erase(rank.running, r);
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
   }
   if (r->phase == Phase::kLoading) {
     auto& rank = s.instances[r->instance].ranks[r->rank];
-    rank.pool.release(r->blocks);
+    rank.pool.release(r->blocks, r->hashes, false);
     --rank.loading;
   }
   const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer || r->phase == Phase::kLoading;

@@ -62,6 +62,10 @@ Result<ResolvedEngine> resolve_engine(const EngineConfig& config, const Calibrat
 struct CoreRequest {
   int32_t prompt_tokens = 0;
   std::vector<uint64_t> block_hashes;  // prompt_block_hashes() of the prompt
+  // Leading blocks of block_hashes that other prompts may have too. The ones after them are this
+  // prompt's alone (sim predict's random prompts past their shared prefix), so the KV pools keep
+  // no per-block state for them; by default every block may be shared.
+  int32_t shared_blocks = std::numeric_limits<int32_t>::max();
   int32_t max_tokens = 16;
   int32_t output_tokens = 0;  // tokens to generate before stopping (<= max_tokens)
   std::optional<uint64_t> session_id;

@@ -86,17 +86,6 @@ void BlockHashIndex::grow() {
     if (old_values[i] != kAbsent) insert(old_keys[i], old_values[i]);
 }
 
-BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching)
-    : num_blocks_(num_blocks),
-      block_size_(block_size),
-      prefix_caching_(prefix_caching),
-      ref_count_(num_blocks, 0),
-      hash_(num_blocks, 0),
-      has_hash_(num_blocks, 0),
-      free_list_(num_blocks) {
-  for (int32_t block = 0; block < num_blocks; ++block) push_tail(block);
-}
-
 void IndexList::unlink(int32_t i) {
   const int32_t p = prev_[i];
   const int32_t n = next_[i];
@@ -121,27 +110,120 @@ void IndexList::push_tail(int32_t i) {
   tail_ = i;
 }
 
-void BlockPool::unlink(int32_t block) {
-  free_list_.unlink(block);
-  --num_free_;
+namespace {
+
+bool is_registered(const BlockTable& table, int32_t position) {
+  const size_t word = size_t(position) / 64;
+  return word < table.registered.size() && (table.registered[word] >> (position % 64) & 1) != 0;
 }
 
-void BlockPool::push_tail(int32_t block) {
-  free_list_.push_tail(block);
-  ++num_free_;
+void set_registered(BlockTable& table, int32_t position) {
+  const size_t word = size_t(position) / 64;
+  if (word >= table.registered.size()) table.registered.resize(word + 1, 0);
+  table.registered[word] |= uint64_t{1} << (position % 64);
 }
 
-int32_t BlockPool::pop_head() {
-  const int32_t block = free_list_.head();
-  assert(block != IndexList::kNil);
-  unlink(block);
-  if (has_hash_[block]) {
-    // Eviction: the cached content is overwritten.
-    cached_.erase(hash_[block], block);
-    has_hash_[block] = 0;
-    ++evictions_;
+// The first position of the run of positions in [floor, end) that are registered exactly when
+// end - 1 is (positions past the bit words are not).
+int32_t run_begin(const BlockTable& table, int32_t end, int32_t floor) {
+  const bool value = is_registered(table, end - 1);
+  const auto& words = table.registered;
+  int64_t p = end;  // the run is [p, end)
+  if (!value) p = std::min<int64_t>(p, int64_t(words.size()) * 64);
+  while (p > floor) {
+    const size_t word = size_t(p - 1) / 64;
+    const int64_t offset = p - int64_t(word) * 64;  // positions of the word below p: [0, offset)
+    uint64_t other = value ? ~words[word] : words[word];
+    if (offset < 64) other &= (uint64_t{1} << offset) - 1;
+    if (other != 0) return int32_t(std::max<int64_t>(floor, int64_t(word) * 64 + 64 - std::countl_zero(other)));
+    p = int64_t(word) * 64;
   }
-  return block;
+  return floor;
+}
+
+}  // namespace
+
+BlockPool::BlockPool(int32_t num_blocks, int32_t block_size, bool prefix_caching)
+    : num_blocks_(num_blocks), block_size_(block_size), prefix_caching_(prefix_caching) {
+  push_run(num_blocks, false);
+}
+
+void BlockPool::push_segment(const Segment& segment) {
+  int32_t id = 0;
+  if (!free_segments_.empty()) {
+    id = free_segments_.back();
+    free_segments_.pop_back();
+    segments_[id] = segment;
+  } else {
+    id = int32_t(segments_.size());
+    segments_.push_back(segment);
+    queue_.grow(id + 1);
+  }
+  queue_.push_tail(id);
+  if (segment.block >= 0) segment_[segment.block] = id;
+  num_free_ += segment.count;
+}
+
+void BlockPool::remove_segment(int32_t segment) {
+  queue_.unlink(segment);
+  free_segments_.push_back(segment);
+}
+
+// Interchangeable blocks join the run at the tail when it is of their kind.
+void BlockPool::push_run(int32_t count, bool registered) {
+  if (count <= 0) return;
+  const int32_t tail = queue_.tail();
+  if (tail != IndexList::kNil && segments_[tail].block < 0 && segments_[tail].registered == registered) {
+    segments_[tail].count += count;
+    num_free_ += count;
+    return;
+  }
+  push_segment(Segment{-1, count, registered});
+}
+
+void BlockPool::push_cached(int32_t block) {
+  push_segment(Segment{block, 1, false});
+}
+
+int32_t BlockPool::new_id() {
+  if (!free_ids_.empty()) {
+    const int32_t block = free_ids_.back();
+    free_ids_.pop_back();
+    return block;
+  }
+  ref_count_.push_back(0);
+  hash_.push_back(0);
+  has_hash_.push_back(0);
+  segment_.push_back(IndexList::kNil);
+  return int32_t(ref_count_.size()) - 1;
+}
+
+void BlockPool::free_id(int32_t block) {
+  ref_count_[block] = 0;
+  has_hash_[block] = 0;
+  segment_[block] = IndexList::kNil;
+  free_ids_.push_back(block);
+}
+
+// Takes `count` blocks from the head of the free queue; the cached content they held is evicted.
+void BlockPool::take_free(int32_t count) {
+  num_free_ -= count;
+  while (count > 0) {
+    const int32_t head = queue_.head();
+    assert(head != IndexList::kNil);
+    Segment& segment = segments_[head];
+    const int32_t taken = std::min(count, segment.count);
+    if (segment.block >= 0) {
+      cached_.erase(hash_[segment.block], segment.block);
+      free_id(segment.block);
+      ++evictions_;
+    } else if (segment.registered) {
+      evictions_ += taken;
+    }
+    segment.count -= taken;
+    count -= taken;
+    if (segment.count == 0) remove_segment(head);
+  }
 }
 
 int32_t BlockPool::count_cached(std::span<const uint64_t> hashes) const {
@@ -154,62 +236,93 @@ int32_t BlockPool::count_cached(std::span<const uint64_t> hashes) const {
   return count;
 }
 
-bool BlockPool::allocate_more(std::vector<int32_t>& blocks, int32_t num_tokens, std::span<const uint64_t> hashes,
+bool BlockPool::allocate_more(BlockTable& table, int32_t num_tokens, std::span<const uint64_t> hashes,
                               int32_t cached_blocks) {
   const int32_t needed = (num_tokens + block_size_ - 1) / block_size_;
-  const bool take_cached = blocks.empty() && cached_blocks > 0;
+  const bool take_cached = table.num_blocks == 0 && cached_blocks > 0;
   const int32_t reuse = take_cached ? cached_blocks : 0;
-  const int32_t have = int32_t(blocks.size()) + reuse;
-  const int32_t fresh = std::max(0, needed - have);
+  const int32_t fresh = std::max(0, needed - table.num_blocks - reuse);
   // Cached blocks nobody holds sit in the free queue: touching them uses free capacity too.
   int32_t evictable_hits = 0;
-  if (take_cached)
-    for (int32_t i = 0; i < reuse; ++i)
-      if (ref_count_[cached_.find(hashes[i])] == 0) ++evictable_hits;
+  for (int32_t i = 0; i < reuse; ++i)
+    if (ref_count_[cached_.find(hashes[i])] == 0) ++evictable_hits;
   if (fresh + evictable_hits > num_free_) return false;
-  if (take_cached) {
-    for (int32_t i = 0; i < reuse; ++i) {
-      const int32_t block = cached_.find(hashes[i]);
-      assert(block != BlockHashIndex::kAbsent);
-      if (ref_count_[block]++ == 0) unlink(block);
-      blocks.push_back(block);
+  for (int32_t i = 0; i < reuse; ++i) {
+    const int32_t block = cached_.find(hashes[i]);
+    assert(block != BlockHashIndex::kAbsent);
+    if (ref_count_[block]++ == 0) {
+      remove_segment(segment_[block]);
+      segment_[block] = IndexList::kNil;
+      --num_free_;
     }
+    table.ids.push_back(block);
   }
-  for (int32_t i = 0; i < fresh; ++i) {
-    const int32_t block = pop_head();
+  table.num_blocks += reuse;
+  take_free(fresh);
+  // Fresh blocks are explicit while the table has only explicit ones and other prompts may share them.
+  int32_t explicit_fresh = 0;
+  if (prefix_caching_ && int32_t(table.ids.size()) == table.num_blocks)
+    explicit_fresh = std::clamp(table.shareable - table.num_blocks, 0, fresh);
+  for (int32_t i = 0; i < explicit_fresh; ++i) {
+    const int32_t block = new_id();
     ref_count_[block] = 1;
-    blocks.push_back(block);
+    table.ids.push_back(block);
   }
+  table.num_blocks += fresh;
   return true;
 }
 
-void BlockPool::release(std::vector<int32_t>& blocks) {
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+void BlockPool::release(BlockTable& table, std::span<const uint64_t> hashes, bool may_return) {
+  const int32_t first_private = int32_t(table.ids.size());
+  for (int32_t end = table.num_blocks; end > first_private;) {
+    const int32_t begin = run_begin(table, end, first_private);
+    const bool registered = is_registered(table, end - 1);
+    if (registered && may_return) {
+      for (int32_t position = end; position-- > begin;) {
+        const int32_t block = new_id();
+        hash_[block] = hashes[position];
+        has_hash_[block] = 1;
+        cached_.insert(hashes[position], block);
+        push_cached(block);
+      }
+    } else {
+      push_run(end - begin, registered);
+    }
+    end = begin;
+  }
+  for (auto it = table.ids.rbegin(); it != table.ids.rend(); ++it) {
     const int32_t block = *it;
     assert(ref_count_[block] > 0);
-    if (--ref_count_[block] == 0) push_tail(block);
+    if (--ref_count_[block] > 0) continue;
+    if (has_hash_[block]) {
+      push_cached(block);
+    } else {
+      free_id(block);
+      push_run(1, false);
+    }
   }
-  blocks.clear();
+  table.ids.clear();
+  table.registered.clear();
+  table.num_blocks = 0;
 }
 
-void BlockPool::register_blocks(std::span<const int32_t> blocks, std::span<const uint64_t> hashes, int32_t from,
-                                int32_t to) {
+void BlockPool::register_blocks(BlockTable& table, std::span<const uint64_t> hashes, int32_t from, int32_t to) {
   if (!prefix_caching_) return;
   for (int32_t i = from; i < to; ++i) {
-    const int32_t block = blocks[i];
-    if (has_hash_[block]) continue;
     if (cached_.find(hashes[i]) != BlockHashIndex::kAbsent) continue;  // same content already cached elsewhere
+    if (i >= int32_t(table.ids.size())) {
+      set_registered(table, i);
+      continue;
+    }
+    const int32_t block = table.ids[i];
+    if (has_hash_[block]) continue;
     hash_[block] = hashes[i];
     has_hash_[block] = 1;
     cached_.insert(hashes[i], block);
   }
 }
 
-HostBlockPool::HostBlockPool(int32_t num_blocks)
-    : num_blocks_(std::max(0, num_blocks)), hash_(num_blocks_, 0), lru_(num_blocks_) {
-  free_slots_.reserve(num_blocks_);
-  for (int32_t slot = num_blocks_ - 1; slot >= 0; --slot) free_slots_.push_back(slot);
-}
+HostBlockPool::HostBlockPool(int32_t num_blocks) : num_blocks_(std::max(0, num_blocks)) {}
 
 int32_t HostBlockPool::count_cached(std::span<const uint64_t> hashes) const {
   int32_t count = 0;
@@ -236,6 +349,11 @@ int32_t HostBlockPool::store(std::span<const uint64_t> hashes) {
   int32_t stored = 0;
   for (uint64_t h : hashes) {
     if (index_.find(h) != BlockHashIndex::kAbsent) continue;
+    if (free_slots_.empty() && int32_t(hash_.size()) < num_blocks_) {
+      free_slots_.push_back(int32_t(hash_.size()));
+      hash_.push_back(0);
+      lru_.grow(int32_t(hash_.size()));
+    }
     if (free_slots_.empty()) {
       const int32_t victim = lru_.head();
       lru_.unlink(victim);

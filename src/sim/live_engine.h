@@ -49,6 +49,7 @@ struct TokenEvent {
   // Engine time the request was first scheduled (admitted to a batch; a preemption does not move
   // it), for vLLM's queue/prefill/inference phase histograms; -1 = the engine does not say.
   int64_t scheduled_ns = -1;
+  int64_t previous_ns = 0;                    // engine time of the request's previous event; 0 on its first
   FinishReason finish = FinishReason::kNone;  // != kNone on the last event of the request
 };
 

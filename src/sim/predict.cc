@@ -211,6 +211,7 @@ class Dataset {
     request.block_hashes.reserve(full_blocks);
     for (int32_t b = 0; b < full_blocks; ++b)
       request.block_hashes.push_back(b < shared_blocks_ ? shared_prefix_[b] : prompt_rng_.next());
+    request.shared_blocks = shared_blocks_;  // the rest are random draws no other prompt has
     request.arrival_ns = send_ns;
     return request;
   }
@@ -241,7 +242,6 @@ Result<void> run_closed_loop(EngineCore& core, Dataset& dataset, const PredictOp
   run.records.resize(num_prompts);
   run.request_ids.assign(num_prompts, 0);
   run.engine_scheduled_ns.assign(num_prompts, -1);
-  std::vector<int64_t> last_event_ns(num_prompts, 0);
   std::vector<int32_t> index_of;  // request id - 1 -> dataset index
   index_of.reserve(num_prompts);
   int32_t next_index = 0;
@@ -270,16 +270,16 @@ Result<void> run_closed_loop(EngineCore& core, Dataset& dataset, const PredictOp
   };
   for (int32_t i = 0; i < std::min(conc, num_prompts); ++i) send(0);
   core.run_until(kNever, [&](const TokenEvent& event) {
+    // Most events are a running request's next tokens: only the summary takes them.
+    if (!options.summary_only) run.summary.add_content_event(event.previous_ns, event.time_ns, event.new_tokens);
+    if (event.previous_ns != 0 && event.finish == FinishReason::kNone) return;
     const int32_t index = index_of[event.request_id - 1];
     auto& record = run.records[index];
-    int64_t& last_ns = last_event_ns[index];  // 0 before the request's first token
-    if (last_ns == 0) {
+    if (event.previous_ns == 0) {
       record.first_token_ns = event.time_ns;
       record.first_byte_ns = event.time_ns;
       run.engine_scheduled_ns[index] = event.scheduled_ns;
     }
-    if (!options.summary_only) run.summary.add_content_event(last_ns, event.time_ns, event.new_tokens);
-    last_ns = event.time_ns;
     if (event.finish != FinishReason::kNone) {
       record.success = true;
       record.end_ns = event.time_ns;

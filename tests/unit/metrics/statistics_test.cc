@@ -151,6 +151,29 @@ TEST(CountedSamples, StatisticsAreThoseOfTheListWithEveryValueRepeated) {
   }
 }
 
+// The same samples added in another order, with their counts split otherwise, give the same
+// statistics to the bit (the simulator's summary relies on it).
+TEST(CountedSamples, TheOrderOfTheAddsDoesNotMatter) {
+  std::mt19937_64 rng(9);
+  const std::vector<double> ps = {1, 50, 99.9};
+  for (size_t distinct : {3u, 8u, 9u, 40u, 9000u}) {
+    std::vector<std::pair<double, int64_t>> samples;
+    for (size_t i = 0; i < 4 * distinct + 5000; ++i)
+      samples.emplace_back(static_cast<double>(rng() % distinct + 1) / 3e7, static_cast<int64_t>(rng() % 7) + 1);
+    CountedSamples in_order, shuffled;
+    for (const auto& [value, count] : samples) in_order.add(value, count);
+    std::shuffle(samples.begin(), samples.end(), rng);
+    for (const auto& [value, count] : samples)
+      for (int64_t k = 0; k < count; ++k) shuffled.add(value);
+    const Summary a = in_order.summarize(ps), b = shuffled.summarize(ps);
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(a.mean, b.mean) << distinct;
+    EXPECT_EQ(a.std_dev, b.std_dev) << distinct;
+    EXPECT_EQ(a.median, b.median);
+    EXPECT_EQ(a.percentiles, b.percentiles);
+  }
+}
+
 TEST(CountedSamples, WholeNumbersGiveNumpysMeanAndEmptyGivesZero) {
   CountedSamples counted;
   const Summary none = counted.summarize(std::vector<double>{99}, 1.0);

@@ -22,7 +22,11 @@ TEST(EngineCore, GeneratesExactlyTheRequestedTokensInIncreasingTime) {
   core->run_until(kNever, log.sink());
   const auto& events = log.by_request.at(*id);
   ASSERT_EQ(events.size(), 40u);
-  for (size_t i = 1; i < events.size(); ++i) EXPECT_GT(events[i].time_ns, events[i - 1].time_ns);
+  EXPECT_EQ(events.front().previous_ns, 0);
+  for (size_t i = 1; i < events.size(); ++i) {
+    EXPECT_GT(events[i].time_ns, events[i - 1].time_ns);
+    EXPECT_EQ(events[i].previous_ns, events[i - 1].time_ns);
+  }
   EXPECT_EQ(events.back().total_output_tokens, 40);
   EXPECT_EQ(events.back().finish, FinishReason::kLength);
   EXPECT_EQ(events.front().prompt_tokens, 500);
@@ -178,6 +182,9 @@ TEST(EngineCore, DisaggregatedPrefillShipsKvBeforeDecode) {
   auto id = core->submit(request_with_tokens(tokens_from(0, 3000), 10));
   core->run_until(kNever, log.sink());
   EXPECT_EQ(log.total_tokens(*id), 10);
+  // The decode side's events follow the prefill side's first token.
+  const auto& events = log.by_request.at(*id);
+  for (size_t i = 1; i < events.size(); ++i) EXPECT_EQ(events[i].previous_ns, events[i - 1].time_ns);
   // Same request on one aggregated engine: the first token comes earlier (no transfer).
   config.disagg = false;
   auto aggregated = make_core(config);
@@ -585,6 +592,38 @@ TEST(EngineCore, SameSeedGivesIdenticalTimingsInVirtualTime) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_GT(a.size(), 6u);
+}
+
+// Prompts that share a prefix and then differ, on a pool small enough to preempt: marking the
+// blocks past the prefix as the prompt's own (no per-block state in the pools) schedules exactly
+// as treating every block as shareable, with the CPU offload tier too.
+TEST(EngineCore, PrivatePromptBlocksScheduleAsSharedOnes) {
+  auto run = [](bool mark_private, double offload_gib) {
+    auto config = llama_on_h200();
+    config.num_gpu_blocks_override = 150;
+    config.kv_offloading_size_gib = offload_gib;
+    auto core = make_core(config);
+    std::vector<std::tuple<uint64_t, int64_t, int32_t, int32_t>> events;
+    int64_t preemptions = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto tokens = tokens_from(0, 400 + 37 * (i % 5));
+      for (size_t t = 160; t < tokens.size(); ++t) tokens[t] = i * 10000 + int32_t(t);  // 10 shared blocks
+      auto request = request_with_tokens(tokens, 250 + 13 * (i % 7), 16, i * 200000);
+      if (mark_private) request.shared_blocks = 10;
+      EXPECT_TRUE(core->submit(std::move(request)));
+    }
+    core->run_until(kNever, [&](const TokenEvent& e) {
+      events.emplace_back(e.request_id, e.time_ns, e.new_tokens, e.cached_prompt_tokens);
+    });
+    preemptions = core->metrics().num_preemptions;
+    EXPECT_GT(preemptions, 10);
+    return events;
+  };
+  for (double offload_gib : {0.0, 0.05}) {
+    const auto shared = run(false, offload_gib);
+    EXPECT_EQ(run(true, offload_gib), shared) << "offload " << offload_gib;
+    EXPECT_GT(shared.size(), 40u * 100);
+  }
 }
 
 TEST(EngineCore, UnfittableModelIsAClearError) {
