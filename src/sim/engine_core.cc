@@ -124,6 +124,9 @@ struct Instance {
   bool preallocate = false;
   Offload offload;
   bool busy = false;
+  // Idle with work it could not schedule (nothing fits until a load, a transfer, an arrival or a
+  // cancel changes something): it waits for the next event instead of stepping at once again.
+  bool stalled = false;
   int64_t step_end_ns = kNever;
   StepCost step_cost;
   CostBuckets cumulative{};
@@ -421,6 +424,24 @@ struct EngineCore::Impl {
     return preempted;
   }
 
+  // Nothing runs on the rank, so no step will free blocks, yet the head of the queue does not fit:
+  // a waiting request holding KV loaded from the CPU tier (the newest first) gives it back, as a
+  // preemption does (the blocks stay in the prefix cache until evicted), so the head can run.
+  // Transferred KV (disaggregation) is kept: it cannot be computed again on the decode side.
+  bool release_waiting_kv(Rank& rank, const Request* head) {
+    if (!rank.running.empty()) return false;
+    for (auto it = rank.waiting.rbegin(); it != rank.waiting.rend(); ++it) {
+      Request* w = *it;
+      if (w == head || w->blocks.num_blocks == 0 || w->kv_preloaded) continue;
+      rank.pool.release(w->blocks, w->hashes, true);
+      w->computed = 0;
+      w->registered = 0;
+      counters.num_preemptions += 1;
+      return true;
+    }
+    return false;
+  }
+
   // Waiting requests join while running < max_num_seqs and budget remains.
   void admit_waiting(Instance& inst, Rank& rank, int64_t& budget, int64_t threshold) {
     const int32_t block_size = rank.pool.block_size();
@@ -430,7 +451,10 @@ struct EngineCore::Impl {
       int32_t hit_blocks = 0;
       const PrefixLookup lookup = lookup_prefix(inst, rank, r, hit_blocks);
       if (lookup == PrefixLookup::kLoading) continue;
-      if (lookup == PrefixLookup::kNoRoom) break;
+      if (lookup == PrefixLookup::kNoRoom) {
+        if (release_waiting_kv(rank, r)) continue;
+        break;
+      }
       const int32_t tokens = step_tokens_of(r, budget, threshold);
       if (r->kv_preloaded && inst.reserved_decode_tokens > 0 &&
           rank.pool.num_free() - blocks_for(r->computed + tokens, block_size) <
@@ -438,6 +462,7 @@ struct EngineCore::Impl {
         break;
       if (!rank.pool.allocate(r->blocks, r->computed + tokens, r->hashes, hit_blocks)) {
         r->computed = saved_computed;
+        if (release_waiting_kv(rank, r)) continue;
         break;
       }
       count_prompt(inst, r, hit_blocks * block_size, 0);
@@ -542,7 +567,10 @@ struct EngineCore::Impl {
     }
     for (Request* r : released_first_tokens) emit(r, 1, sink);
     released_first_tokens.clear();
-    if (!any) return;
+    if (!any) {
+      inst.stalled = true;
+      return;
+    }
     inst.step_has_prefill = prefill;
     std::vector<RankLoad> loads;
     loads.reserve(inst.ranks.size());
@@ -699,7 +727,13 @@ struct EngineCore::Impl {
 
   void start_idle(const Sink& sink) {
     for (auto& inst : instances)
-      if (!inst.busy && inst.has_work()) start_step(inst, sink);
+      if (!inst.busy && !inst.stalled && inst.has_work()) start_step(inst, sink);
+  }
+
+  // Something happened (an arrival, a transfer, a load, a step's end, a cancel): stalled
+  // instances look again.
+  void wake_stalled() {
+    for (auto& inst : instances) inst.stalled = false;
   }
 
   int64_t next_event() const {
@@ -710,7 +744,7 @@ struct EngineCore::Impl {
     for (const auto& inst : instances) {
       if (inst.busy)
         next = std::min(next, inst.step_end_ns);
-      else if (inst.has_work())
+      else if (inst.has_work() && !inst.stalled)
         next = std::min(next, now_ns);
     }
     return next;
@@ -743,6 +777,7 @@ struct EngineCore::Impl {
       const int64_t next = next_event();
       if (next > until_ns || next == kNever) break;
       now_ns = std::max(now_ns, next);
+      wake_stalled();
       while (!arrivals.empty() && arrivals.top().time_ns <= now_ns) {
         const uint64_t id = arrivals.top().id;
         arrivals.pop();
@@ -894,6 +929,7 @@ void EngineCore::cancel(uint64_t request_id) {
   }
   const bool queued = r->phase == Phase::kPending || r->phase == Phase::kTransfer || r->phase == Phase::kLoading;
   r->phase = Phase::kDone;
+  s.wake_stalled();  // its blocks are free
   // Still referenced by a step in flight or a queued event: erased when that is processed.
   if (!r->in_step && !queued) s.requests.erase(it);
 }
