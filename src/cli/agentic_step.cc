@@ -152,11 +152,7 @@ int run_agentic_aggregate(const AgenticStepOptions& options, const agentic::EnvL
   if (auto ok = write_json(out, *record); !ok) return report_error(ok.error());
   for (const std::string& line : agentic::summary_lines(*record, artifacts->accounting))
     log::info("aggregate: {}", line);
-  if (options.quiet) {
-    fmt::print("{}\n", out.string());
-  } else {
-    fmt::print("{}\n", json::to_python_json(*record));
-  }
+  if (!options.silent) fmt::print("{}\n", options.quiet ? out.string() : json::to_python_json(*record));
   return status;
 }
 

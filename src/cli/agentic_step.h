@@ -23,7 +23,8 @@ struct AgenticStepOptions {
   std::string out;        // the record; empty: $AGENTIC_OUTPUT_DIR (default ".")/$RESULT_FILENAME.json
   std::string power_csv;  // empty: <result dir>/gpu_metrics.csv
   bool require_power = false;
-  bool quiet = false;  // print the path written instead of the record
+  bool quiet = false;   // print the path written instead of the record
+  bool silent = false;  // print neither
 };
 
 // Runs both steps; returns the exit status (1 on an error, or on an invalid power measurement with

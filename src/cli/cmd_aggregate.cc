@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/agentic_step.h"
+#include "cli/aggregate_step.h"
 #include "cli/command.h"
 #include "cli/power_step.h"
 #include "common/file_io.h"
@@ -35,17 +36,6 @@ namespace ix::cli {
 namespace {
 
 namespace bj = boost::json;
-
-struct Flags {
-  std::string env_file;  // a JSON object of the variables instead of the environment
-  std::string raw;       // default: <RESULT_FILENAME>.json
-  std::string out;       // default: agg_<RESULT_FILENAME>.json
-  bool quiet = false;
-  std::string power_csv;  // default: process_result.py's candidates
-  bool require_power = false;
-  std::string scenario;  // fixed-seq-len | agentic-coding | agentic; empty: from the input
-  std::string row;       // a matrix row (JSON object) supplying the variables
-};
 
 using Lookup = std::function<std::optional<std::string>(const char*)>;
 
@@ -73,7 +63,7 @@ bool truthy(const std::optional<std::string>& value) {
 
 // The power step process_result.py runs on a single-node record (aggregate_power.run): the fields
 // in the record, power_validation_<RESULT_FILENAME>.json beside it.
-int add_power(bj::object& record, const Flags& f, const metrics::AggregateInputs& inputs,
+int add_power(bj::object& record, const AggregateFlags& f, const metrics::AggregateInputs& inputs,
               const std::filesystem::path& raw_path, const std::filesystem::path& out_path,
               const std::function<std::optional<std::string>(const char*)>& lookup) {
   PowerStepOptions power;
@@ -146,7 +136,7 @@ Result<void> add_row(const std::string& path, Variables& vars) {
 
 // The agentic path: --scenario, else the raw input's kind (a folder or .jsonl file), else the
 // scenario the workflow exports (SCENARIO_TYPE=agentic-coding, IS_AGENTIC=1).
-bool agentic_scenario(const Flags& f, const Variables& vars) {
+bool agentic_scenario(const AggregateFlags& f, const Variables& vars) {
   if (!f.scenario.empty()) return f.scenario != "fixed-seq-len";
   if (!f.raw.empty()) {
     std::error_code ec;
@@ -156,9 +146,11 @@ bool agentic_scenario(const Flags& f, const Variables& vars) {
   return vars.get("SCENARIO_TYPE") == "agentic-coding" || vars.get("IS_AGENTIC") == "1";
 }
 
-int run_fixed(const Flags& f, const Lookup& lookup);
+int run_fixed(const AggregateFlags& f, const Lookup& lookup);
 
-int run(const Flags& f) {
+}  // namespace
+
+int run_aggregate(const AggregateFlags& f) {
   Variables vars;
   if (!f.env_file.empty()) {
     auto file = env_file(f.env_file);
@@ -170,14 +162,20 @@ int run(const Flags& f) {
     if (auto ok = add_row(f.row, vars); !ok) return report_error(ok.error());
   const Lookup lookup = [&vars](const char* name) { return vars.get(name); };
   if (agentic_scenario(f, vars))
-    return run_agentic_aggregate(
-        {.raw = f.raw, .out = f.out, .power_csv = f.power_csv, .require_power = f.require_power, .quiet = f.quiet},
-        lookup);
+    return run_agentic_aggregate({.raw = f.raw,
+                                  .out = f.out,
+                                  .power_csv = f.power_csv,
+                                  .require_power = f.require_power,
+                                  .quiet = f.quiet,
+                                  .silent = f.silent},
+                                 lookup);
   return run_fixed(f, lookup);
 }
 
+namespace {
+
 // process_result.py and its power step.
-int run_fixed(const Flags& f, const Lookup& lookup) {
+int run_fixed(const AggregateFlags& f, const Lookup& lookup) {
   auto inputs = metrics::aggregate_inputs_from_env(lookup);
   if (!inputs) return report_error(inputs.error());
   const std::filesystem::path raw_path = f.raw.empty() ? inputs->result_filename + ".json" : f.raw;
@@ -199,6 +197,7 @@ int run_fixed(const Flags& f, const Lookup& lookup) {
   // json.dump(indent=2) ends the file without a newline: the same bytes as process_result.py's.
   if (auto ok = files::write_file(out_path, std::string_view(text).substr(0, text.size() - 1)); !ok)
     return report_error(ok.error());
+  if (f.silent) return power_status;
   if (f.quiet) {
     fmt::print("{}\n", out_path.string());
   } else {
@@ -212,7 +211,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       "aggregate",
       "raw result -> its aggregated record: bench serve -> agg_<stem>.json (process_result.py), agentic replay "
       "artifacts -> <stem>.json (process_agentic_result.py); their environment, or a --row");
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<AggregateFlags>();
   cmd->add_option("--env-file", flags->env_file,
                   "a JSON object of the aggregation's variables, read instead of the environment");
   cmd->add_option("--raw", flags->raw,
@@ -235,7 +234,7 @@ void setup(CLI::App& root, CommandRegistry& registry) {
   cmd->add_option("--row", flags->row,
                   "a matrix row (JSON object, as `ixbench sweep` prints it) supplying the variables its workflow "
                   "exports; the environment or --env-file wins where both give one");
-  registry.on_run(cmd, [flags] { return run(*flags); });
+  registry.on_run(cmd, [flags] { return run_aggregate(*flags); });
 }
 
 }  // namespace

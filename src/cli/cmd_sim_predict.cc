@@ -17,6 +17,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_flags.h"
+#include "cli/predict_jobs.h"
 #include "cli/predict_trace.h"
 #include "cli/replay_flags.h"
 #include "common/clock.h"
@@ -79,10 +80,15 @@ struct PredictFlags {
   std::string format = "json";
   std::string result_dir;
   bool explain = false;
-  double prefill_sensitivity = 0;                // 0 = off; else predict again with prefill cost x (1 -/+ this)
-  bench::BenchReplayOptions replay;              // --trace and bench replay's schedule flags
+  double prefill_sensitivity = 0;    // 0 = off; else predict again with prefill cost x (1 -/+ this)
+  bench::BenchReplayOptions replay;  // --trace and bench replay's schedule flags
+  std::string jobs_from;             // a sweep matrix: every row predicted (cli/predict_jobs.h)
+  std::string out_dir = "predicted";
+  std::string db;
+  int jobs = 0;
   std::vector<const CLI::Option*> replay_flags;  // what a fixed-length prediction refuses
   const CLI::Option* concurrency_flag = nullptr;
+  const CLI::Option* out_option = nullptr;
   const CLI::Option* duration_flag = nullptr;
 };
 
@@ -383,8 +389,49 @@ int run_trace(const PredictFlags& flags, const PredictInputs& in) {
   return status ? *status : report_error(status.error());
 }
 
+// Every row of a sweep matrix: the rows give engines, lengths and concurrencies; the engine flags
+// what the rows do not say; the trace and schedule flags the agentic rows' replay.
+int run_jobs(const PredictFlags& flags) {
+  const std::pair<const char*, bool> row_flags[] = {{"--row", !flags.row.empty()},
+                                                    {"--row-file", !flags.row_file.empty()},
+                                                    {"--isl", bool(flags.isl)},
+                                                    {"--osl", bool(flags.osl)},
+                                                    {"--conc", !flags.concurrencies.empty()},
+                                                    {"--num-prompts", bool(flags.num_prompts)},
+                                                    {"--concurrency", flags.concurrency_flag->count() > 0},
+                                                    {"--explain", flags.explain},
+                                                    {"--prefill-sensitivity", flags.prefill_sensitivity > 0},
+                                                    {"--result-dir", !flags.result_dir.empty()}};
+  for (const auto& [name, given] : row_flags)
+    if (given)
+      return report_error(Error(ErrorCode::kInvalidArgument,
+                                fmt::format("{} and --jobs-from exclude each other: the matrix's rows give the "
+                                            "engines, lengths and concurrencies",
+                                            name)));
+  if (flags.jobs < 0)
+    return report_error(Error(ErrorCode::kInvalidArgument, fmt::format("--jobs must be >= 0, got {}", flags.jobs)));
+  JobsPredictOptions options{.matrix = flags.jobs_from,
+                             .out_dir = flags.out_dir,
+                             .db = flags.db,
+                             .jobs = flags.jobs,
+                             .base = flags.engine.config,
+                             .replay = flags.replay,
+                             .duration_given = flags.duration_flag->count() > 0};
+  auto spec = sim::parse_spec_decoding(flags.engine.spec_decoding);
+  if (!spec) return report_error(spec.error());
+  options.base.spec_decoding = *spec;
+  auto status = run_jobs_prediction(options);
+  return status ? *status : report_error(status.error());
+}
+
 int run_predict(const PredictFlags& flags) {
   if (auto ok = check_common_flags(flags); !ok) return report_error(ok.error());
+  if (!flags.jobs_from.empty()) return run_jobs(flags);
+  for (const auto& [name, value] : {std::pair{"--out", flags.out_option->count() > 0},
+                                    std::pair{"--db", !flags.db.empty()}, std::pair{"--jobs", flags.jobs != 0}})
+    if (value)
+      return report_error(
+          Error(ErrorCode::kInvalidArgument, fmt::format("{} applies to --jobs-from (a whole matrix)", name)));
   auto inputs = predict_inputs(flags);
   if (!inputs) return report_error(inputs.error());
   if (!flags.replay.trace.empty() || !flags.replay.public_dataset.empty() || is_agentic(*inputs))
@@ -423,6 +470,14 @@ void setup(CLI::App& root, CommandRegistry& registry) {
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
   cmd->add_option("--result-dir", flags->result_dir, "also write one raw result JSON per concurrency here");
+  cmd->add_option("--jobs-from", flags->jobs_from,
+                  "a sweep matrix (ixbench sweep's JSON): predict every row at each of its concurrencies");
+  flags->out_option = cmd->add_option("--out", flags->out_dir,
+                                      "--jobs-from: directory of every point's raw result and aggregated record")
+                          ->capture_default_str();
+  cmd->add_option("--db", flags->db, "--jobs-from: also store the records as predicted (a file, sqlite:, postgresql:)");
+  cmd->add_option("--jobs", flags->jobs, "--jobs-from: points predicted at once (0 = one per core)")
+      ->capture_default_str();
   const size_t before = cmd->get_options().size();
   add_replay_trace_flags(cmd, flags->replay, ReplayFlagSet::kBesideEngineFlags);
   add_replay_schedule_flags(cmd, flags->replay, ReplayFlagSet::kBesideEngineFlags);

@@ -462,6 +462,18 @@ std::map<std::string, CommandCase> command_cases() {
       {"--fixed-schedule-speedup", traced({"--fixed-schedule", "--fixed-schedule-speedup", "100"})},
       {"--single-pass", traced({"--single-pass"})},
   });
+  // A whole matrix: the rows give engines, lengths and concurrencies.
+  const auto jobs = [](std::vector<std::string> args) {
+    Sample sample{"--jobs-from", "{fixture}/matrix.json", "--out", "{tmp}/predicted"};
+    sample.args.insert(sample.args.end(), args.begin(), args.end());
+    return dropping(std::move(sample), {"--isl", "--osl", "--num-prompts", "--conc"});
+  };
+  cases["sim predict"].samples.insert({
+      {"--jobs-from", jobs({})},
+      {"--out", jobs({})},
+      {"--db", jobs({"--db", "{tmp}/predicted.db"})},
+      {"--jobs", jobs({"--jobs", "1"})},
+  });
   cases["sim serve"] = {
       .base = {"--tp", "8", "--tokenizer", "none", "--threads", "1", "--port", "0"}, .server = true, .samples = engine};
   cases["sim serve"].samples.insert({
