@@ -80,8 +80,8 @@ TEST(SimPredictJobs, PredictsEveryPointOfTheDemoMatrixIntoTheRunLayoutAndTheStor
   EXPECT_NE(p.out.find("4 points of 4 rows predicted"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("4 inserted"), std::string::npos) << p.out;
   // The store holds them: loading the folder again changes nothing.
-  const auto again = run_ixbench(
-      {"ingest", (dir / "out").string(), "--db", (dir / "results.db").string(), "--kind", "predicted"});
+  const auto again =
+      run_ixbench({"ingest", (dir / "out").string(), "--db", (dir / "results.db").string(), "--kind", "predicted"});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("0 inserted, 0 updated, 4 unchanged"), std::string::npos) << again.out;
 }
