@@ -35,6 +35,7 @@ struct JobRow {
   boost::json::object json;  // the row as `ixbench sweep` prints it
   sim::RowWorkload workload;
   sim::ResolvedEngine engine;
+  std::string error;  // why the simulator cannot take the row; empty when it can
 };
 
 // One concurrency of one row, and what its prediction gave.
@@ -47,6 +48,15 @@ struct Point {
   double ttft_p50_ms = 0, itl_p50_ms = 0, e2el_p50_s = 0, tput_per_gpu = 0, output_tput = 0;
 };
 
+// The engine of a row (kUnsupported for what the simulator does not model, e.g. pp > 1).
+Result<sim::ResolvedEngine> row_engine(JobRow& job, const sim::EngineConfig& base) {
+  auto workload = sim::parse_sweep_row(job.json, base);
+  if (!workload) return fail(workload.error());
+  job.workload = std::move(*workload);
+  return sim::resolve_engine(job.workload.engine);
+}
+
+// The matrix's rows; a row the simulator cannot take is kept with its error (its points fail).
 Result<std::vector<JobRow>> load_rows(const JobsPredictOptions& o) {
   auto text = files::read_text_file(o.matrix, files::kMaxResultFileBytes, "a job matrix (JSON)");
   if (!text) return fail(text.error().with_context("--jobs-from"));
@@ -57,13 +67,11 @@ Result<std::vector<JobRow>> load_rows(const JobsPredictOptions& o) {
     JobRow job;
     job.row = (*rows)[i];
     job.json = sweep::to_json(job.row);
-    auto workload = sim::parse_sweep_row(job.json, o.base);
-    if (!workload) return fail(workload.error().with_context(fmt::format("{}: row {}", o.matrix, i)));
-    job.workload = std::move(*workload);
-    auto engine = sim::resolve_engine(job.workload.engine);
-    if (!engine)
-      return fail(engine.error().with_context(fmt::format("{}: row {} ({})", o.matrix, i, job.row.exp_name)));
-    job.engine = std::move(*engine);
+    if (auto engine = row_engine(job, o.base); !engine) {
+      job.error = engine.error().with_context(fmt::format("row {}", i)).message();
+    } else {
+      job.engine = std::move(*engine);
+    }
     if (job.row.is_agentic() && o.replay.trace.empty() && o.replay.public_dataset.empty())
       return fail(ErrorCode::kInvalidArgument,
                   fmt::format("{}: row {} ({}) is agentic-coding: give --trace FILE|DIR, the trace its replay "
@@ -82,6 +90,8 @@ std::vector<Point> points_of(const std::vector<JobRow>& rows) {
       point.row = i;
       point.conc = conc;
       point.stem = sweep::result_file_stem(rows[i].row, conc, rows[i].row.runner, rows[i].row.stamped_fingerprint);
+      point.error = rows[i].error;
+      point.done = !point.error.empty();
       points.push_back(std::move(point));
     }
   return points;
@@ -187,6 +197,7 @@ void run_points(const std::vector<JobRow>& rows, const workload::Trace* trace, c
   auto work = [&] {
     for (size_t i = next++; i < points.size() && !StopSignals::stopped(); i = next++) {
       Point& point = points[i];
+      if (point.done) continue;  // its row was refused
       const JobRow& job = rows[point.row];
       auto ok = job.row.is_agentic() ? predict_agentic(job, *trace, o, point, o.out_dir)
                                      : predict_fixed(job, point, o.out_dir);
@@ -224,6 +235,8 @@ Result<int> run_jobs_prediction(const JobsPredictOptions& o) {
   fs::create_directories(o.out_dir, ec);
   if (ec) return fail(ErrorCode::kIo, fmt::format("cannot create --out '{}': {}", o.out_dir, ec.message()));
   std::vector<Point> points = points_of(*rows);
+  for (const JobRow& job : *rows)
+    if (!job.error.empty()) fmt::print(stderr, "ixbench: {}: {}\n", job.row.exp_name, job.error);
   // Each point's aggregation logs what `ixbench aggregate` would (and the missing telemetry a
   // prediction never has): the table says it once for all.
   const log::Level level = log::level();

@@ -7,7 +7,8 @@
 //   <out>/agentic/<stem>/ + <out>/agg_<stem>.json  an agentic point: `bench replay`'s artifacts
 //                                                and the record process_agentic_result.py makes
 // so `ixbench ingest <out> --kind predicted` (or --db here) loads them into the results store.
-// Agentic rows replay --trace; a matrix with agentic rows and no trace is refused.
+// Agentic rows replay --trace; a matrix with agentic rows and no trace is refused. A row the
+// simulator cannot take (pipeline parallelism, an unknown model) fails its points alone.
 #pragma once
 
 #include <string>
