@@ -84,8 +84,8 @@ CostModel::CostModel(const ModelSpec& model, const HardwareSpec& hardware, const
   // ring all-reduce 2(t−1)/t of the message per rank, all-to-all (x−1)/x. A TP group spanning
   // nodes (H100 TP16: two 8-GPU nodes) all-reduces hierarchically, as NCCL does: reduce-scatter
   // inside each node, all-reduce of each GPU's 1/g shard across the nodes with every GPU on its
-  // own NIC, all-gather inside the node. (Before session 11 the whole message went through one
-  // NIC: an 8k-token prefill on H100 TP16 spent 0.7 s in all-reduces, ~6× NCCL's.) An all-to-all
+  // own NIC, all-gather inside the node. (Sending the whole message through one NIC instead
+  // made an 8k-token prefill on H100 TP16 spend 0.7 s in all-reduces, ~6× NCCL's.) An all-to-all
   // across nodes still charges its whole dispatch to the NIC: splitting off the intra-node share
   // made the measured cross-node EP16 decode points (MI355X MoRI, H100 TRT-LLM) look faster than
   // they ran, and unseen MI355X deployments worse (TTFT 12.7 → 17.7 %, docs/simulator.md).
