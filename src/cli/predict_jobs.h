@@ -1,5 +1,5 @@
 // `ixbench sim predict --jobs-from matrix.json`: every row of a sweep matrix (`ixbench sweep`'s
-// output, `plan`'s rows) predicted at each of its concurrencies, on a pool of worker threads, each
+// JSON array) predicted at each of its concurrencies, on a pool of worker threads, each
 // point written as it completes in the layout `ixbench run --predict` gives a job, and a table of
 // every point at the end:
 //   <out>/<stem>.json + <out>/agg_<stem>.json    a fixed-length point: SPEC §4 raw result and its
