@@ -250,10 +250,11 @@ Result<void> read_agentic_fields(const boost::json::object& row, RowWorkload& wo
 
 }  // namespace
 
-Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base) {
-  RowWorkload workload;
+namespace {
+
+// model (or its catalog model-prefix), runner, precision, framework, spec-decoding, scenario-type.
+Result<void> read_identity(const boost::json::object& row, RowWorkload& workload) {
   EngineConfig& config = workload.engine;
-  config = base;
   auto model = json::get_string(row, "model");
   if (!model) return fail(model.error().with_context("row"));
   workload.model_id = *model;
@@ -280,6 +281,12 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
   }
   if (auto it = row.find("scenario-type"); it != row.end() && it->value().is_string())
     workload.scenario_type = std::string(it->value().as_string());
+  return {};
+}
+
+// isl/osl, the parallelism the simulator refuses, max-model-len, conc.
+Result<void> read_workload(const boost::json::object& row, RowWorkload& workload) {
+  EngineConfig& config = workload.engine;
   for (const char* key : {"isl", "osl"}) {
     if (!row.contains(key)) continue;
     auto value = int_field(row, key, "row");
@@ -331,126 +338,152 @@ Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const Engine
       return fail(ErrorCode::kParse, "row: 'conc' must be an integer or a list of integers");
     }
   }
+  return {};
+}
 
-  const bool has_sides = row.contains("prefill") && row.contains("decode");
-  if (has_sides) {
-    if (!row.at("prefill").is_object() || !row.at("decode").is_object())
-      return fail(ErrorCode::kParse, "row: 'prefill' and 'decode' must be objects");
-    const auto& prefill_object = row.at("prefill").as_object();
-    const auto& decode_object = row.at("decode").as_object();
-    auto prefill = parse_side(prefill_object, "prefill");
-    if (!prefill) return fail(prefill.error());
-    auto decode = parse_side(decode_object, "decode");
-    if (!decode) return fail(decode.error());
-    // Batch and token limits are not row fields: the caller's (--prefill-/--decode-* flags) stay.
-    for (auto [side, from] : {std::pair{&*prefill, &base.prefill}, std::pair{&*decode, &base.decode}}) {
-      side->max_num_seqs = from->max_num_seqs;
-      side->max_num_batched_tokens = from->max_num_batched_tokens;
-      side->max_kv_tokens = from->max_kv_tokens;
-      side->reserved_decode_tokens = from->reserved_decode_tokens;
+// What a multi-node row's additional-settings and recipe say: draft length and acceptance, the
+// sides' running limits and token budgets, where the caller named none.
+Result<void> apply_side_settings(const boost::json::object& row, const EngineConfig& base,
+                                 const boost::json::object& prefill_object, const boost::json::object& decode_object,
+                                 EngineConfig& config) {
+  bool mtp_size_given = false;
+  RecipeNameHints hints;
+  std::optional<std::string> config_file;
+  for (const auto* side : {&decode_object, &prefill_object}) {
+    if (auto file = setting(*side, "CONFIG_FILE")) {
+      config_file = *file;
+      const RecipeNameHints named = recipe_name_hints(*file);
+      if (named.decode_batch > 0) hints.decode_batch = named.decode_batch;
+      if (named.mtp > 0) hints.mtp = named.mtp;
     }
-    if (prefill->num_workers > 0 && decode->num_workers > 0) {
-      config.disagg = true;
-      config.prefill = *prefill;
-      config.decode = *decode;
-    } else {
-      // One side only: those workers serve everything (aggregated behind the router).
-      const WorkerTopology& only = prefill->num_workers > 0 ? *prefill : *decode;
-      config.disagg = false;
-      config.tp = only.tp;
-      config.ep = only.ep;
-      config.dp_attn = only.dp_attn;
-      config.num_replicas = std::max(1, only.num_workers);
+    if (auto mtp = setting(*side, "DECODE_MTP_SIZE")) {
+      mtp_size_given = true;
+      int32_t value = 0;
+      auto [ptr, ec] = std::from_chars(mtp->data(), mtp->data() + mtp->size(), value);
+      if (ec == std::errc() && value > 0) config.num_spec_tokens = value;
     }
-    bool mtp_size_given = false;
-    RecipeNameHints hints;
-    std::optional<std::string> config_file;
-    for (const auto* side : {&decode_object, &prefill_object}) {
-      if (auto file = setting(*side, "CONFIG_FILE")) {
-        config_file = *file;
-        const RecipeNameHints named = recipe_name_hints(*file);
-        if (named.decode_batch > 0) hints.decode_batch = named.decode_batch;
-        if (named.mtp > 0) hints.mtp = named.mtp;
-      }
-      if (auto mtp = setting(*side, "DECODE_MTP_SIZE")) {
-        mtp_size_given = true;
-        int32_t value = 0;
-        auto [ptr, ec] = std::from_chars(mtp->data(), mtp->data() + mtp->size(), value);
-        if (ec == std::errc() && value > 0) config.num_spec_tokens = value;
-      }
-      if (auto al = setting(*side, "SYNTHETIC_ACCEPTANCE_LENGTH")) {
-        try {
-          config.acceptance_length = std::stod(*al);
-        } catch (const std::exception&) {
-          return fail(ErrorCode::kParse, fmt::format("row: SYNTHETIC_ACCEPTANCE_LENGTH '{}' is not a number", *al));
-        }
+    if (auto al = setting(*side, "SYNTHETIC_ACCEPTANCE_LENGTH")) {
+      try {
+        config.acceptance_length = std::stod(*al);
+      } catch (const std::exception&) {
+        return fail(ErrorCode::kParse, fmt::format("row: SYNTHETIC_ACCEPTANCE_LENGTH '{}' is not a number", *al));
       }
     }
-    // Older master entries name the batch limits as settings instead of in a recipe file name.
-    auto batch_setting = [](const boost::json::object& side, std::string_view key) -> Result<int32_t> {
-      auto text = setting(side, key);
-      if (!text) return 0;
-      const auto value = parse_integer(*text);
-      if (!value || *value < 1 || *value > INT32_MAX)
-        return fail(ErrorCode::kParse, fmt::format("row: {} '{}' is not a positive integer", key, *text));
-      return static_cast<int32_t>(*value);
-    };
-    auto decode_batch = batch_setting(decode_object, "DECODE_MAX_BATCH_SIZE");
-    if (!decode_batch) return fail(decode_batch.error());
-    auto prefill_batch = batch_setting(prefill_object, "PREFILL_MAX_BATCH_SIZE");
-    if (!prefill_batch) return fail(prefill_batch.error());
-    if (*decode_batch > 0) hints.decode_batch = *decode_batch;
-    // ixbench's extension for rows that carry their recipe's SGLang server flags ("recipe":
-    // {"prefill": {...}, "decode": {...}}, data/calibration/): max-running-requests is per server,
-    // and SGLang splits it over the data-parallel attention ranks.
-    RecipeLimits recipe;
-    if (auto it = row.find("recipe"); it != row.end()) {
-      auto limits = recipe_limits(it->value(), "row: recipe");
+  }
+  // Older master entries name the batch limits as settings instead of in a recipe file name.
+  auto batch_setting = [](const boost::json::object& side, std::string_view key) -> Result<int32_t> {
+    auto text = setting(side, key);
+    if (!text) return 0;
+    const auto value = parse_integer(*text);
+    if (!value || *value < 1 || *value > INT32_MAX)
+      return fail(ErrorCode::kParse, fmt::format("row: {} '{}' is not a positive integer", key, *text));
+    return static_cast<int32_t>(*value);
+  };
+  auto decode_batch = batch_setting(decode_object, "DECODE_MAX_BATCH_SIZE");
+  if (!decode_batch) return fail(decode_batch.error());
+  auto prefill_batch = batch_setting(prefill_object, "PREFILL_MAX_BATCH_SIZE");
+  if (!prefill_batch) return fail(prefill_batch.error());
+  if (*decode_batch > 0) hints.decode_batch = *decode_batch;
+  // ixbench's extension for rows that carry their recipe's SGLang server flags ("recipe":
+  // {"prefill": {...}, "decode": {...}}, data/calibration/): max-running-requests is per server,
+  // and SGLang splits it over the data-parallel attention ranks.
+  RecipeLimits recipe;
+  if (auto it = row.find("recipe"); it != row.end()) {
+    auto limits = recipe_limits(it->value(), "row: recipe");
+    if (!limits) return fail(limits.error());
+    recipe = *limits;
+  } else if (config_file) {
+    auto entry = catalog_recipe(base.catalog_dir, *config_file);
+    if (!entry) return fail(entry.error());
+    if (*entry) {
+      auto limits = recipe_limits(**entry, fmt::format("recipes.json: recipe '{}'", *config_file));
       if (!limits) return fail(limits.error());
       recipe = *limits;
-    } else if (config_file) {
-      auto entry = catalog_recipe(base.catalog_dir, *config_file);
-      if (!entry) return fail(entry.error());
-      if (*entry) {
-        auto limits = recipe_limits(**entry, fmt::format("recipes.json: recipe '{}'", *config_file));
-        if (!limits) return fail(limits.error());
-        recipe = *limits;
-      }
     }
-    if (hints.decode_batch == 0 && recipe.decode.running > 0) hints.decode_batch = recipe.decode.running;
-    if (*prefill_batch == 0 && recipe.prefill.running > 0) *prefill_batch = recipe.prefill.running;
-    if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
-      config.decode.max_num_seqs = hints.decode_batch;
-    if (config.disagg && *prefill_batch > 0 && config.prefill.max_num_seqs == 0)
-      config.prefill.max_num_seqs = *prefill_batch;
-    // The recipe's token limits, unless the caller set them (--prefill-/--decode-* flags). The
-    // decode side's chunked-prefill-size is left out: decode steps are not prefill chunks.
-    if (config.disagg) {
-      auto take = [](auto& field, auto value) {
-        if (field == 0 && value > 0) field = value;
-      };
-      take(config.prefill.max_num_batched_tokens, recipe.prefill.budget);
-      take(config.prefill.max_kv_tokens, recipe.prefill.kv_tokens);
-      take(config.decode.max_kv_tokens, recipe.decode.kv_tokens);
-      take(config.decode.reserved_decode_tokens, recipe.decode.reserved_decode);
-    }
-    if (!mtp_size_given && hints.mtp > 0 && config.spec_decoding == SpecDecoding::kMtp)
-      config.num_spec_tokens = hints.mtp;
-  } else {
-    auto tp = int_field(row, "tp", "row");
-    if (!tp) return fail(tp.error());
-    config.tp = *tp;
-    config.ep = 1;
-    if (row.contains("ep")) {
-      auto ep = int_field(row, "ep", "row");
-      if (!ep) return fail(ep.error());
-      config.ep = *ep;
-    }
-    auto dp_attn = bool_field(row, "dp-attn", "row");
-    if (!dp_attn) return fail(dp_attn.error());
-    config.dp_attn = *dp_attn;
-    config.disagg = false;
   }
+  if (hints.decode_batch == 0 && recipe.decode.running > 0) hints.decode_batch = recipe.decode.running;
+  if (*prefill_batch == 0 && recipe.prefill.running > 0) *prefill_batch = recipe.prefill.running;
+  if (config.disagg && hints.decode_batch > 0 && config.decode.max_num_seqs == 0)
+    config.decode.max_num_seqs = hints.decode_batch;
+  if (config.disagg && *prefill_batch > 0 && config.prefill.max_num_seqs == 0)
+    config.prefill.max_num_seqs = *prefill_batch;
+  // The recipe's token limits, unless the caller set them (--prefill-/--decode-* flags). The
+  // decode side's chunked-prefill-size is left out: decode steps are not prefill chunks.
+  if (config.disagg) {
+    auto take = [](auto& field, auto value) {
+      if (field == 0 && value > 0) field = value;
+    };
+    take(config.prefill.max_num_batched_tokens, recipe.prefill.budget);
+    take(config.prefill.max_kv_tokens, recipe.prefill.kv_tokens);
+    take(config.decode.max_kv_tokens, recipe.decode.kv_tokens);
+    take(config.decode.reserved_decode_tokens, recipe.decode.reserved_decode);
+  }
+  if (!mtp_size_given && hints.mtp > 0 && config.spec_decoding == SpecDecoding::kMtp)
+    config.num_spec_tokens = hints.mtp;
+  return {};
+}
+
+// prefill{...} and decode{...}: disaggregated when both sides have workers, else the one side's
+// workers serve alone behind the router.
+Result<void> read_sides(const boost::json::object& row, const EngineConfig& base, EngineConfig& config) {
+  if (!row.at("prefill").is_object() || !row.at("decode").is_object())
+    return fail(ErrorCode::kParse, "row: 'prefill' and 'decode' must be objects");
+  const auto& prefill_object = row.at("prefill").as_object();
+  const auto& decode_object = row.at("decode").as_object();
+  auto prefill = parse_side(prefill_object, "prefill");
+  if (!prefill) return fail(prefill.error());
+  auto decode = parse_side(decode_object, "decode");
+  if (!decode) return fail(decode.error());
+  // Batch and token limits are not row fields: the caller's (--prefill-/--decode-* flags) stay.
+  for (auto [side, from] : {std::pair{&*prefill, &base.prefill}, std::pair{&*decode, &base.decode}}) {
+    side->max_num_seqs = from->max_num_seqs;
+    side->max_num_batched_tokens = from->max_num_batched_tokens;
+    side->max_kv_tokens = from->max_kv_tokens;
+    side->reserved_decode_tokens = from->reserved_decode_tokens;
+  }
+  if (prefill->num_workers > 0 && decode->num_workers > 0) {
+    config.disagg = true;
+    config.prefill = *prefill;
+    config.decode = *decode;
+  } else {
+    // One side only: those workers serve everything (aggregated behind the router).
+    const WorkerTopology& only = prefill->num_workers > 0 ? *prefill : *decode;
+    config.disagg = false;
+    config.tp = only.tp;
+    config.ep = only.ep;
+    config.dp_attn = only.dp_attn;
+    config.num_replicas = std::max(1, only.num_workers);
+  }
+  return apply_side_settings(row, base, prefill_object, decode_object, config);
+}
+
+Result<void> read_single_node(const boost::json::object& row, EngineConfig& config) {
+  auto tp = int_field(row, "tp", "row");
+  if (!tp) return fail(tp.error());
+  config.tp = *tp;
+  config.ep = 1;
+  if (row.contains("ep")) {
+    auto ep = int_field(row, "ep", "row");
+    if (!ep) return fail(ep.error());
+    config.ep = *ep;
+  }
+  auto dp_attn = bool_field(row, "dp-attn", "row");
+  if (!dp_attn) return fail(dp_attn.error());
+  config.dp_attn = *dp_attn;
+  config.disagg = false;
+  return {};
+}
+
+}  // namespace
+
+Result<RowWorkload> parse_sweep_row(const boost::json::object& row, const EngineConfig& base) {
+  RowWorkload workload;
+  workload.engine = base;
+  EngineConfig& config = workload.engine;
+  if (auto ok = read_identity(row, workload); !ok) return fail(ok.error());
+  if (auto ok = read_workload(row, workload); !ok) return fail(ok.error());
+  const bool has_sides = row.contains("prefill") && row.contains("decode");
+  if (auto ok = has_sides ? read_sides(row, base, config) : read_single_node(row, config); !ok) return fail(ok.error());
   if (auto ok = read_agentic_fields(row, workload); !ok) return fail(ok.error());
   if (auto ok = validate(config); !ok) return fail(ok.error().with_context("row"));
   return workload;
