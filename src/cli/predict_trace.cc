@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 
+#include "bench/exchange.h"
 #include "bench/replay_output.h"
 #include "common/json_io.h"
 #include "common/stop_signal.h"
@@ -15,11 +15,6 @@
 
 namespace ix::cli {
 namespace {
-
-int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // What the engine did over the run, beside the replay's own counters.
 boost::json::object engine_counters(const sim::TracePrediction& p) {
@@ -50,7 +45,8 @@ Result<boost::json::object> predict_trace_point(const sim::ResolvedEngine& engin
   options.concurrency = concurrency;
   auto sink = bench::ReplayRecordSink::open(dir);
   if (!sink) return fail(sink.error().with_context("--artifact-dir"));
-  const int64_t steady_to_unix_ns = unix_now_ns();  // virtual t = 0 is when the prediction started
+  const int64_t steady_to_unix_ns =
+      static_cast<int64_t>(bench::unix_now_s() * 1e9);  // virtual t = 0 is when the prediction started
   sim::TracePredictOptions predict{
       .schedule = bench::schedule_options(options),
       .trace = &trace,
